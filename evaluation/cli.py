@@ -1,0 +1,175 @@
+"""Command line of the evaluator: `python -m evaluation evaluate ...`.
+
+Exit codes: 0 when the evaluation ran (whatever the candidate scored), 2 for bad
+arguments or a broken release, 3 when the harness itself failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .harness.evaluate import EvaluationJob, EvaluationSettings, apply_roofline, evaluate
+from .harness.release import (
+    HardwareProfile,
+    ReleaseError,
+    load_release,
+    project_hardware_profiles,
+)
+from .harness.results import PASSED, EvaluationResult, ShapeResult
+from .harness.sandbox import HarnessError, SandboxSettings
+from .harness.timing import TimingSettings
+
+EXIT_OK, EXIT_USAGE, EXIT_HARNESS = 0, 2, 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m evaluation",
+                                     description="Atrex evaluator: compile, correctness, "
+                                                 "fallback detection, timing, roofline.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("evaluate", help="evaluate one candidate on one operator")
+    run.add_argument("--release", required=True, type=Path, help="Atrex-layout release folder")
+    run.add_argument("--operator", required=True)
+    run.add_argument("--candidate", required=True, type=Path, help="the candidate's .py file")
+    run.add_argument("--hardware", default=None,
+                     help="roofline profile (default: H200 when the release has hidden files)")
+    run.add_argument("--shapes", default=None,
+                     help="comma-separated shape ids or globs (default: all)")
+    run.add_argument("--json", type=Path, default=None, help="write the result JSON here")
+    run.add_argument("--device", choices=("cuda", "cpu"), default=None)
+    run.add_argument("--trials", type=int, default=5)
+    run.add_argument("--timeout", type=float, default=300.0,
+                     help="seconds for compile + correctness of one shape")
+    run.add_argument("--time-cap", type=float, default=1.0,
+                     help="seconds of timing per shape at most")
+    run.add_argument("--no-isolation", action="store_true",
+                     help="run the child as this user, with network (debugging only)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    console = Console(stderr=True)
+    try:
+        return _evaluate(args, console)
+    except ReleaseError as exc:
+        console.print(f"[red]release error:[/] {exc}")
+        return EXIT_USAGE
+    except HarnessError as exc:
+        console.print(f"[red]harness error:[/] {exc}")
+        return EXIT_HARNESS
+
+
+def _evaluate(args: argparse.Namespace, console: Console) -> int:
+    release = load_release(args.release)
+    operator = release.operator(args.operator)
+    if not args.candidate.is_file():
+        console.print(f"[red]no such candidate file:[/] {args.candidate}")
+        return EXIT_USAGE
+    try:
+        shape_ids = _select_shapes([s.id for s in operator.public.shapes], args.shapes)
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/]")
+        return EXIT_USAGE
+    hardware = _hardware(release.hardware, args.hardware, operator.roofline is not None)
+    job = EvaluationJob(
+        operator=operator.public, candidate_source=args.candidate.read_text(encoding="utf-8"),
+        tolerance=operator.tolerance, shape_ids=shape_ids, dsl=release.settings.dsl,
+        dsl_ratio_threshold=release.settings.dsl_ratio_threshold,
+        masked_paths=(release.root,) if release.has_hidden_files else (),
+    )
+    settings = EvaluationSettings(
+        trials=args.trials, compile_timeout_s=args.timeout, device=args.device,
+        timing=TimingSettings(max_seconds=args.time_cap),
+        sandbox=SandboxSettings(isolate=not args.no_isolation),
+    )
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console) as bar:
+        task = bar.add_task(f"{operator.name}: starting", total=len(shape_ids))
+
+        def progress(shape: ShapeResult, done: int, total: int) -> None:
+            bar.update(task, completed=done,
+                       description=f"{operator.name}: {shape.shape_id} {_status(shape)}")
+
+        result = evaluate(job, settings, progress)
+    if hardware is not None and operator.roofline is not None:
+        apply_roofline(result, operator.roofline, hardware)
+    out = Console()
+    if not out.is_terminal:
+        out.width = 160  # logs and pipes: keep each row on one line
+    out.print(result_table(result))
+    if args.json:
+        args.json.write_text(result.to_json())
+        console.print(f"result written to {args.json}")
+    return EXIT_OK
+
+
+def _select_shapes(all_ids: list[str], pattern: str | None) -> list[str]:
+    if not pattern:
+        return all_ids
+    chosen: list[str] = []
+    for part in (p.strip() for p in pattern.split(",") if p.strip()):
+        matches = [s for s in all_ids if fnmatch.fnmatchcase(s, part)]
+        if not matches:
+            raise ValueError(f"no shape matches {part!r} (shapes: {', '.join(all_ids)})")
+        chosen += [m for m in matches if m not in chosen]
+    return chosen
+
+
+def _hardware(profiles: dict[str, HardwareProfile], name: str | None,
+              has_roofline: bool) -> HardwareProfile | None:
+    if name is None and not has_roofline:
+        return None
+    available = {**project_hardware_profiles(), **profiles}
+    name = name or "H200"
+    if name not in available:
+        raise ReleaseError("configs/hardware", name,
+                           f"no such hardware profile (known: {', '.join(sorted(available))})")
+    return available[name]
+
+
+def _status(shape: ShapeResult) -> str:
+    if shape.status != PASSED:
+        return f"failed at {shape.failed_stage}"
+    return shape.verdict or "correct"
+
+
+def result_table(result: EvaluationResult) -> Table:
+    table = Table(title=f"{result.operator} on {result.device} ({result.mode})")
+    for column in ("shape", "status", "max error", "time", "SOL", "attainment", "verdict"):
+        table.add_column(column)
+    for shape in result.shapes:
+        timing = shape.timing or {}
+        roofline = shape.roofline or {}
+        status = "passed" if shape.status == PASSED else f"failed ({shape.failed_stage})"
+        table.add_row(
+            shape.shape_id, status,
+            "-" if shape.max_abs_error is None else f"{shape.max_abs_error:.3g}",
+            _microseconds(timing.get("median_s")) if timing.get("measured") else "not measured",
+            _microseconds(roofline.get("sol_s")),
+            "-" if roofline.get("attainment") is None else
+            f"{roofline['attainment']:.3f}" + (" SUSPICIOUS" if roofline.get("suspicious") else ""),
+            shape.verdict or "-",
+        )
+    errors = [s for s in result.shapes if s.error]
+    if errors:
+        table.caption = "\n".join(f"{s.shape_id}: {s.error}" for s in errors)
+    return table
+
+
+def _microseconds(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds * 1e9:.1f} ns" if seconds < 1e-6 else f"{seconds * 1e6:.2f} µs"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""Fallback detection: classify what ran during a forward and give a verdict.
+
+Pure functions over what the sandboxed child recorded: device kernel records (name,
+device time), the DSL kernels the candidate's own source launched, aten compute ops and
+torch.compile activity. Names seen on an H200 (EVALUATION.md): cuBLAS runs `nvjet_*` /
+`cublasLt*`, cuDNN SDPA `cudnn_generated_*`, Inductor `triton_{poi,red,per}_fused_*`,
+torch eager `at::native::*` / `*elementwise_kernel*`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+NATIVE = "native"
+MIXED = "mixed"
+FALLBACK_TORCH = "fallback-torch"
+FALLBACK_VENDOR = "fallback-vendor"
+FALLBACK_COMPILED = "fallback-compiled"
+VERDICTS = (NATIVE, MIXED, FALLBACK_TORCH, FALLBACK_VENDOR, FALLBACK_COMPILED)
+
+OWN = "dsl"
+TORCH = "torch"
+VENDOR = "vendor"
+COMPILED = "compiled"
+_FALLBACK_BY_CATEGORY = {TORCH: FALLBACK_TORCH, VENDOR: FALLBACK_VENDOR, COMPILED: FALLBACK_COMPILED}
+
+_VENDOR_PATTERN = re.compile(
+    r"cublas|nvjet|cutlass|cudnn|xmma|gemm|gemv|flash|fmha|nccl|cusparse|cufft|curand|"
+    r"cusolver|magma|rocblas|hipblas|miopen|composable_kernel|aiter|sm\d+_",
+    re.IGNORECASE,
+)
+_INDUCTOR_PATTERN = re.compile(r"^triton_(poi|red|per|tem|for|unk)_")
+
+# Aten ops that allocate, view or describe tensors, or initialise them; a DSL kernel may
+# rely on PyTorch for these. Anything else dispatched by the candidate is compute.
+ALLOWED_ATEN_OPS = frozenset({
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros",
+    "zeros_like", "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones",
+    "new_full", "zero_", "fill_", "view", "_unsafe_view", "reshape", "as_strided",
+    "t", "transpose", "permute", "expand", "squeeze", "unsqueeze", "select", "slice",
+    "split", "split_with_sizes", "chunk", "unbind", "narrow", "detach", "alias",
+    "lift_fresh", "set_", "resize_", "view_as", "unflatten", "flatten", "movedim",
+    "is_same_size", "_reshape_alias", "diagonal", "arange", "scalar_tensor",
+    "_local_scalar_dense", "is_nonzero", "equal",
+})
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    name: str
+    device_time_s: float
+
+
+@dataclass(frozen=True)
+class AdoptionEvidence:
+    """What the child saw during one forward. Device times exist only on a GPU."""
+
+    dsl_kernel_names: frozenset[str]  # kernels launched from the candidate's own source
+    foreign_dsl_launches: tuple[str, ...]  # DSL kernels launched from other code (Inductor)
+    kernels: tuple[KernelRecord, ...]  # device kernel records (empty on the CPU)
+    aten_ops: Mapping[str, int]  # aten op overload name -> count, issued outside DSL launches
+    dsl_launch_count: int
+    compiled_frames: int  # torch.compile frames compiled since the candidate was loaded
+    device_timed: bool
+
+
+@dataclass(frozen=True)
+class AdoptionReport:
+    dsl_ratio: float
+    verdict: str
+    method: str  # "device-time" or "launch-count"
+    time_by_category: Mapping[str, float]
+    foreign_kernels: tuple[dict[str, object], ...]
+    aten_compute_ops: Mapping[str, int]
+    dsl_kernels: tuple[str, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def classify_kernel(name: str, own_dsl_kernels: Iterable[str]) -> str:
+    if name in set(own_dsl_kernels):
+        return OWN
+    if _INDUCTOR_PATTERN.search(name):
+        return COMPILED
+    if _VENDOR_PATTERN.search(name):
+        return VENDOR
+    return TORCH
+
+
+def aten_compute_ops(aten_ops: Mapping[str, int]) -> dict[str, int]:
+    """Keep the ops that do compute (strip namespace and overload before matching)."""
+    result = {}
+    for op, count in aten_ops.items():
+        base = op.split("::")[-1].split(".")[0]
+        if base not in ALLOWED_ATEN_OPS:
+            result[op] = count
+    return result
+
+
+def adoption_report(evidence: AdoptionEvidence, threshold: float) -> AdoptionReport:
+    compute_ops = aten_compute_ops(evidence.aten_ops)
+    if evidence.device_timed:
+        by_category, foreign = _device_time_shares(evidence)
+        method = "device-time"
+    else:
+        by_category = _launch_count_shares(evidence, compute_ops)
+        foreign = tuple({"name": op, "category": TORCH, "count": n} for op, n in compute_ops.items())
+        method = "launch-count"
+    total = sum(by_category.values())
+    ratio = by_category.get(OWN, 0.0) / total if total > 0 else 0.0
+    notes = []
+    if total == 0:
+        notes.append("no device work and no DSL launch observed")
+    return AdoptionReport(
+        dsl_ratio=ratio,
+        verdict=verdict(ratio, by_category, threshold),
+        method=method,
+        time_by_category=by_category,
+        foreign_kernels=foreign,
+        aten_compute_ops=compute_ops,
+        dsl_kernels=tuple(sorted(evidence.dsl_kernel_names)),
+        notes=tuple(notes),
+    )
+
+
+def verdict(ratio: float, by_category: Mapping[str, float], threshold: float) -> str:
+    if by_category.get(OWN, 0.0) > 0 and ratio >= threshold:
+        return NATIVE
+    if by_category.get(OWN, 0.0) > 0:
+        return MIXED
+    foreign = {c: t for c, t in by_category.items() if c != OWN and t > 0}
+    if not foreign:
+        return FALLBACK_TORCH
+    # Ties go to the more specific fallback (compiled, then vendor) rather than torch.
+    order = (COMPILED, VENDOR, TORCH)
+    dominant = max(foreign, key=lambda c: (foreign[c], -order.index(c)))
+    return _FALLBACK_BY_CATEGORY[dominant]
+
+
+def _device_time_shares(
+    evidence: AdoptionEvidence,
+) -> tuple[dict[str, float], tuple[dict[str, object], ...]]:
+    by_category: dict[str, float] = {}
+    foreign_time: dict[str, float] = {}
+    foreign_count: dict[str, int] = {}
+    foreign_category: dict[str, str] = {}
+    for record in evidence.kernels:
+        category = classify_kernel(record.name, evidence.dsl_kernel_names)
+        by_category[category] = by_category.get(category, 0.0) + record.device_time_s
+        if category != OWN:
+            foreign_time[record.name] = foreign_time.get(record.name, 0.0) + record.device_time_s
+            foreign_count[record.name] = foreign_count.get(record.name, 0) + 1
+            foreign_category[record.name] = category
+    foreign = tuple(
+        {"name": name, "category": foreign_category[name], "count": foreign_count[name],
+         "device_time_us": foreign_time[name] * 1e6}
+        for name in sorted(foreign_time, key=lambda n: -foreign_time[n])
+    )
+    return by_category, foreign
+
+
+def _launch_count_shares(evidence: AdoptionEvidence, compute_ops: Mapping[str, int]) -> dict[str, float]:
+    """Without device times (CPU interpreter) each launch or compute op counts once."""
+    shares = {
+        OWN: float(evidence.dsl_launch_count),
+        TORCH: float(sum(compute_ops.values())),
+        COMPILED: float(len(evidence.foreign_dsl_launches) + evidence.compiled_frames),
+    }
+    return {k: v for k, v in shares.items() if v > 0}

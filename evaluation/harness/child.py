@@ -1,0 +1,278 @@
+"""The sandboxed side of an evaluation: runs the candidate, never sees expected outputs.
+
+Started by `sandbox.ChildProcess` as `python -I child_main.py` in a fresh directory that
+holds only the operator's public files and the candidate's source. Commands arrive as
+JSON lines on stdin; events go back as JSON lines on a dedicated pipe (the candidate's
+own prints go to stdout/stderr, which the parent keeps apart). Output tensors are written
+to files in the child's directory and read back by the parent with weights_only loading.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TextIO
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .compare import as_output_dict
+from .dsl import DslAdapter, LaunchRecorder, adapter_for
+from .operator_files import (
+    candidate_model_class,
+    import_file,
+    make_inputs,
+    make_model,
+    tensor_bytes,
+)
+
+TRACEBACK_TAIL_CHARS = 3000
+POISON_BYTE = 0xFF  # NaN in every float format, -1 in signed integers
+MAX_POISON_BYTES = 2 * 1024**3
+
+
+class StageError(Exception):
+    def __init__(self, stage: str, message: str, tb: str = "") -> None:
+        super().__init__(message)
+        self.stage = stage
+        self.message = message
+        self.tb = tb
+
+
+class AtenRecorder(TorchDispatchMode):
+    """Counts aten ops the candidate dispatches outside DSL launches."""
+
+    def __init__(self, launches: LaunchRecorder) -> None:
+        super().__init__()
+        self.launches = launches
+        self.ops: dict[str, int] = {}
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if self.launches.depth == 0:
+            name = func.name()
+            self.ops[name] = self.ops.get(name, 0) + 1
+        return func(*args, **(kwargs or {}))
+
+
+class ChildRuntime:
+    def __init__(self, workdir: Path, events: TextIO) -> None:
+        self.workdir = workdir
+        self.events = events
+        self.device = torch.device("cuda" if os.environ.get("ATREX_DEVICE") == "cuda" else "cpu")
+        self.adapter: DslAdapter = adapter_for(os.environ.get("ATREX_DSL", "triton"))
+        self.candidate_path = workdir / "candidate.py"
+        self.input_module = import_file(workdir / "operator" / "input.py", "atrex_operator_input")
+        self.candidate: ModuleType | None = None
+        self.candidate_error: StageError | None = None
+        self.models: dict[str, torch.nn.Module] = {}
+        self.outputs_dir = workdir / "out"
+        self.outputs_dir.mkdir(exist_ok=True)
+        self.fatal = False  # set when this process can no longer run CUDA work
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def emit(self, **event: Any) -> None:
+        self.events.write(json.dumps(event) + "\n")
+        self.events.flush()
+
+    def serve(self, commands: TextIO) -> None:
+        for line in commands:
+            request = json.loads(line)
+            command = request.pop("cmd")
+            if command == "exit":
+                return
+            handler = getattr(self, f"do_{command}")
+            try:
+                self.emit(event="done", **handler(request))
+            except StageError as exc:
+                self.emit(event="error", stage=exc.stage, message=exc.message, traceback=exc.tb)
+            except Exception as exc:  # noqa: BLE001 - any candidate failure is reported, not fatal
+                self.emit(event="error", stage=request.get("stage", "harness"),
+                          message=f"{type(exc).__name__}: {exc}", traceback=_tail())
+            if self.fatal:
+                return
+
+    # -- stages --------------------------------------------------------------------------
+
+    def model_for(self, request: Mapping[str, Any]) -> torch.nn.Module:
+        """Compile stage part 1: import the candidate (once) and instantiate it."""
+        key = request["shape_id"]
+        if key in self.models:
+            return self.models[key]
+        module = self._candidate_module()
+        try:
+            cls = candidate_model_class(module)
+            model = make_model(cls, request["init_kwargs"], request["init_seed"], self.device)
+        except Exception as exc:  # noqa: BLE001
+            raise StageError("compile", f"instantiating Model failed: {type(exc).__name__}: {exc}",
+                             _tail()) from exc
+        self.models.clear()  # one shape at a time: keep memory for this one
+        self.models[key] = model
+        return model
+
+    def do_correctness(self, request: dict[str, Any]) -> dict[str, Any]:
+        model = self.model_for(request)
+        for index, seed in enumerate(request["trial_seeds"]):
+            stage = "compile" if index == 0 else "correctness"
+            inputs = make_inputs(self.input_module, request["input_kwargs"], seed, self.device)
+            before = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
+            _poison(self.device, max(2 * tensor_bytes(inputs), 1 << 20))
+            started = time.perf_counter()
+            try:
+                with torch.no_grad():
+                    result = model(**inputs)
+                _synchronize(self.device)
+            except Exception as exc:  # noqa: BLE001
+                what = "first call" if index == 0 else f"correctness trial {index}"
+                raise StageError(stage, f"{what} raised {type(exc).__name__}: {exc}", _tail()) from exc
+            seconds = time.perf_counter() - started
+            outputs = self._checked_outputs(result, stage)
+            modified = {k: inputs[k] for k, v in before.items() if not _bitwise_equal(v, inputs[k])}
+            aliases = {o: i for o, t in outputs.items() for i, v in inputs.items()
+                       if isinstance(v, torch.Tensor) and _overlaps(t, v)}
+            path = self.outputs_dir / f"trial{index}.pt"
+            torch.save({"outputs": {k: v.detach().cpu() for k, v in outputs.items()},
+                        "modified_inputs": {k: v.detach().cpu() for k, v in modified.items()}}, path)
+            self.emit(event="trial", index=index, file=str(path.relative_to(self.workdir)),
+                      aliases=aliases, seconds=seconds)
+        return {}
+
+    def do_adoption(self, request: dict[str, Any]) -> dict[str, Any]:
+        model = self.model_for(request)
+        own = frozenset({str(self.candidate_path)})
+        kernels: list[tuple[str, float]] = []
+        device_timed = self.device.type == "cuda"
+        launches = LaunchRecorder(own_files=own)
+        if device_timed:
+            # Pass 1, device time: no dispatch mode active, so compiled code runs as it would.
+            inputs = make_inputs(self.input_module, request["input_kwargs"], request["seed"],
+                                 self.device)
+            from .timing import device_records
+
+            activities = [torch.profiler.ProfilerActivity.CUDA]
+            with self.adapter.recording(launches), torch.no_grad(), \
+                    torch.profiler.profile(activities=activities) as prof:
+                model(**inputs)
+                torch.cuda.synchronize()
+            kernels = [(name, (end - start) * 1e-9) for name, start, end in device_records(prof)]
+        # Aten ops (the only evidence on a CPU): a second pass under a dispatch mode.
+        inputs = make_inputs(self.input_module, request["input_kwargs"], request["seed"], self.device)
+        op_launches = LaunchRecorder(own_files=own)
+        with self.adapter.recording(op_launches), torch.no_grad(), AtenRecorder(op_launches) as ops:
+            model(**inputs)
+            _synchronize(self.device)
+        counted = launches if device_timed else op_launches
+        return {
+            "dsl_kernel_names": sorted(counted.own_kernels | op_launches.own_kernels),
+            "foreign_dsl_launches": counted.foreign_launches,
+            "kernels": kernels,
+            "aten_ops": ops.ops,
+            "dsl_launch_count": counted.own_launches,
+            "compiled_frames": _compiled_frames(),
+            "device_timed": device_timed,
+        }
+
+    def do_timing(self, request: dict[str, Any]) -> dict[str, Any]:
+        from .timing import CudaContextCorrupted, TimingSettings, measure_forward
+
+        model = self.model_for(request)
+        sets = [make_inputs(self.input_module, request["input_kwargs"], seed, self.device)
+                for seed in request["seeds"]]
+        settings = TimingSettings(**request["settings"])
+
+        def forward(inputs: Mapping[str, torch.Tensor]) -> object:
+            with torch.no_grad():
+                return model(**inputs)
+
+        try:
+            report = measure_forward(forward, sets, settings)
+        except CudaContextCorrupted as exc:
+            self.fatal = True
+            raise StageError("performance", str(exc), _tail()) from exc
+        return {"timing": report.to_dict()}
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _candidate_module(self) -> ModuleType:
+        if self.candidate is None and self.candidate_error is None:
+            try:
+                self.candidate = import_file(self.candidate_path, "candidate")
+            except BaseException as exc:  # noqa: BLE001 - SystemExit at import is a compile error too
+                self.candidate_error = StageError(
+                    "compile", f"importing the candidate raised {type(exc).__name__}: {exc}", _tail())
+        if self.candidate_error is not None:
+            raise self.candidate_error
+        assert self.candidate is not None
+        return self.candidate
+
+    def _checked_outputs(self, result: object, stage: str) -> dict[str, torch.Tensor]:
+        outputs = as_output_dict(result)
+        if outputs is None:
+            raise StageError(stage, f"forward returned {type(result).__name__}; expected a tensor "
+                                    "or a dict of tensors")
+        for name, tensor in outputs.items():
+            if type(tensor) is not torch.Tensor:
+                raise StageError(stage, f"output '{name}' is a {type(tensor).__name__}, "
+                                        "not a plain torch.Tensor")
+            if tensor.device.type != self.device.type:
+                raise StageError(stage, f"output '{name}' is on {tensor.device}, "
+                                        f"expected {self.device.type}")
+        return outputs
+
+
+def _poison(device: torch.device, nbytes: int) -> None:
+    """Fill memory the allocator will hand out next, so unwritten outputs show as NaN."""
+    buffer = torch.empty(min(nbytes, MAX_POISON_BYTES), dtype=torch.uint8, device=device)
+    buffer.fill_(POISON_BYTE)
+    del buffer
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)))
+
+
+def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+        return False
+    sa, sb = a.untyped_storage(), b.untyped_storage()
+    start_a, start_b = sa.data_ptr(), sb.data_ptr()
+    return start_a < start_b + sb.nbytes() and start_b < start_a + sa.nbytes()
+
+
+def _compiled_frames() -> int:
+    if "torch._dynamo" not in sys.modules:
+        return 0
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"].get("unique_graphs", 0))
+
+
+def _tail() -> str:
+    return traceback.format_exc()[-TRACEBACK_TAIL_CHARS:]
+
+
+def main() -> None:
+    workdir = Path.cwd()
+    events = os.fdopen(int(os.environ["ATREX_EVENT_FD"]), "w", buffering=1)
+    try:
+        runtime = ChildRuntime(workdir, events)
+    except Exception as exc:  # noqa: BLE001 - report why the sandbox could not start
+        events.write(json.dumps({"event": "error", "stage": "harness",
+                                 "message": f"child start failed: {exc}", "traceback": _tail()}))
+        events.flush()
+        raise
+    runtime.emit(event="ready", device=str(runtime.device), torch=torch.__version__)
+    runtime.serve(sys.stdin)

@@ -1,0 +1,323 @@
+"""The trusted side of an evaluation: per shape, drive the stages and judge the results.
+
+The parent draws secret seeds, asks the sandboxed child to run the candidate on inputs
+drawn from them, computes the reference itself on the same inputs and compares. It needs
+only public files (a GPU host has nothing else); `apply_roofline` adds SOL and attainment
+where the hidden roofline lives.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import platform
+import secrets
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from . import adoption as adoption_mod
+from .compare import Comparison, as_output_dict, compare_outputs
+from .operator_files import import_file, make_inputs, make_model, tensor_bytes
+from .release import (
+    DEFAULT_DSL,
+    DEFAULT_DSL_RATIO_THRESHOLD,
+    HardwareProfile,
+    PublicOperator,
+    ShapeRoofline,
+    Tolerance,
+)
+from .results import PASSED, EvaluationResult, ShapeResult
+from .roofline import attainment, roofline_point
+from .sandbox import (
+    CandidateError,
+    ChildDied,
+    ChildProcess,
+    ChildTimeout,
+    SandboxSettings,
+    describe_exit,
+)
+from .timing import TimingSettings
+
+
+@dataclass(frozen=True)
+class EvaluationSettings:
+    trials: int = 5
+    compile_timeout_s: float = 300.0  # import, instantiate, first call (JIT) and the trials
+    call_timeout_s: float = 120.0  # the adoption stage
+    timing: TimingSettings = TimingSettings()
+    timing_input_sets: int = 4
+    timing_input_bytes: int = 2 * 1024**3  # rotate fewer sets for large inputs
+    device: str | None = None  # "cuda" or "cpu"; None picks the GPU when there is one
+    sandbox: SandboxSettings = SandboxSettings()
+
+
+@dataclass(frozen=True)
+class EvaluationJob:
+    """Everything public a GPU host needs to evaluate one candidate on one operator."""
+
+    operator: PublicOperator
+    candidate_source: str
+    tolerance: Tolerance = Tolerance()
+    shape_ids: Sequence[str] | None = None  # None: every shape
+    dsl: str = DEFAULT_DSL
+    dsl_ratio_threshold: float = DEFAULT_DSL_RATIO_THRESHOLD
+    masked_paths: Sequence[Path] = field(default_factory=tuple)  # hidden files on this host
+
+
+ProgressCallback = Callable[[ShapeResult, int, int], None]
+
+
+def evaluate(job: EvaluationJob, settings: EvaluationSettings = EvaluationSettings(),
+             progress: ProgressCallback | None = None) -> EvaluationResult:
+    device = torch.device(settings.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    shapes = [s for s in job.operator.shapes if job.shape_ids is None or s.id in job.shape_ids]
+    unknown = set(job.shape_ids or ()) - {s.id for s in shapes}
+    if unknown:
+        raise ValueError(f"unknown shapes for {job.operator.name}: {sorted(unknown)}")
+    started = time.perf_counter()
+    result = EvaluationResult(
+        operator=job.operator.name, dsl=job.dsl,
+        device=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        mode="gpu" if device.type == "cuda" else "cpu-interpreter",
+        candidate_sha256=hashlib.sha256(job.candidate_source.encode()).hexdigest(),
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        versions=_versions(),
+    )
+    child = ChildProcess(operator=job.operator, candidate_source=job.candidate_source,
+                         device=device.type, dsl=job.dsl, masked_paths=job.masked_paths,
+                         settings=settings.sandbox)
+    result.isolation = dataclasses.asdict(child.isolation)
+    trusted = _TrustedSide(job, device)
+    try:
+        for index, shape in enumerate(shapes):
+            restarts_before = child.restarts
+            shape_result = _ShapeRun(job, settings, trusted, child, shape.id, device).run()
+            shape_result.child_restarts = child.restarts - restarts_before
+            result.shapes.append(shape_result)
+            if progress is not None:
+                progress(shape_result, index + 1, len(shapes))
+    finally:
+        child.close()
+    result.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def apply_roofline(result: EvaluationResult, rooflines: Mapping[str, ShapeRoofline],
+                   hardware: HardwareProfile) -> EvaluationResult:
+    """SOL per shape, and attainment where a correct shape was timed (trusted side only)."""
+    result.hardware = hardware.name
+    for shape in result.shapes:
+        roofline = rooflines.get(shape.shape_id)
+        if roofline is None:
+            continue
+        point = roofline_point(roofline, hardware)
+        entry: dict[str, Any] = {
+            "hardware": hardware.name, "sol_s": point.sol_s, "regime": point.regime,
+            "arithmetic_intensity": point.arithmetic_intensity,
+            "attainment": None, "attainment_with_floor": None, "suspicious": False,
+        }
+        timing = shape.timing or {}
+        if shape.status == PASSED and timing.get("measured") and timing.get("median_s"):
+            score = attainment(point.sol_s, timing["median_s"], hardware.launch_floor_s)
+            entry.update(attainment=score.attainment,
+                         attainment_with_floor=score.attainment_with_floor,
+                         suspicious=score.suspicious)
+        elif shape.status == PASSED:
+            entry["attainment_note"] = timing.get("reason") or "not timed"
+        else:
+            entry["attainment"] = 0.0
+        shape.roofline = entry
+    return result
+
+
+class _TrustedSide:
+    """The reference and the input generator, imported in the parent only."""
+
+    def __init__(self, job: EvaluationJob, device: torch.device) -> None:
+        tag = hashlib.sha1(str(job.operator.directory).encode()).hexdigest()[:10]
+        self.inputs = import_file(job.operator.directory / "input.py", f"atrex_input_{tag}")
+        reference = import_file(job.operator.directory / "reference.py", f"atrex_reference_{tag}")
+        self.reference_class: type[torch.nn.Module] = reference.Model
+        self.device = device
+
+
+class _ShapeRun:
+    def __init__(self, job: EvaluationJob, settings: EvaluationSettings, trusted: _TrustedSide,
+                 child: ChildProcess, shape_id: str, device: torch.device) -> None:
+        self.job, self.settings, self.trusted, self.child = job, settings, trusted, child
+        self.spec = job.operator.shape(shape_id)
+        self.device = device
+        self.result = ShapeResult(shape_id=shape_id)
+        self.stage = "compile"
+        self.init_seed = secrets.randbits(63)
+        self.base = {"shape_id": shape_id, "init_kwargs": dict(self.spec.init_kwargs),
+                     "input_kwargs": dict(self.spec.input_kwargs), "init_seed": self.init_seed}
+
+    def run(self) -> ShapeResult:
+        started = time.perf_counter()
+        try:
+            if self._correctness():
+                self._adoption()
+                self._performance()
+        except CandidateError as exc:
+            self.result.fail(exc.stage if exc.stage != "harness" else self.stage, exc.message,
+                             exc.traceback)
+        except ChildTimeout as exc:
+            self.result.fail(self.stage, f"timed out after {exc.seconds:.0f} s in the "
+                                         f"{self.stage} stage; the process group was killed",
+                             exc.stderr_tail)
+        except ChildDied as exc:
+            self.result.fail(self.stage, f"{describe_exit(exc.returncode)} during the "
+                                         f"{self.stage} stage", exc.stderr_tail)
+        self.result.seconds = time.perf_counter() - started
+        return self.result
+
+    # -- stages --------------------------------------------------------------------------
+
+    def _correctness(self) -> bool:
+        seeds = [secrets.randbits(63) for _ in range(self.settings.trials)]
+        reference = make_model(self.trusted.reference_class, self.spec.init_kwargs,
+                               self.init_seed, self.device)
+        failures: list[Comparison] = []
+        worst: list[Comparison] = []
+
+        def check_trial(event: dict[str, Any]) -> None:
+            if event.get("event") != "trial":
+                return
+            index = int(event["index"])
+            if index == 0:
+                self.result.stage_reached = "compile"
+                self.stage = "correctness"
+            comparison = self._check_trial(reference, seeds[index], event)
+            self.result.trials_checked += 1
+            worst.append(comparison)
+            if not comparison.passed:
+                failures.append(comparison)
+
+        self.child.request({"cmd": "correctness", **self.base, "trial_seeds": seeds},
+                           self.settings.compile_timeout_s, on_event=check_trial)
+        if len(worst) != len(seeds):
+            raise CandidateError("correctness", f"{len(worst)} of {len(seeds)} trials reported")
+        finite = [c for c in worst if c.max_abs_error != float("inf")]
+        self.result.max_abs_error = max((c.max_abs_error for c in worst), default=None)
+        self.result.max_rel_error = max((c.max_rel_error for c in worst), default=None)
+        if finite:
+            self.result.worst_output = max(finite, key=lambda c: c.max_abs_error).worst_output
+        if failures:
+            first = failures[0]
+            self.result.fail("correctness", f"{len(failures)} of {len(seeds)} trials failed: "
+                                            f"{first.reason}")
+            return False
+        self.result.status = PASSED
+        self.result.stage_reached = "correctness"
+        return True
+
+    def _check_trial(self, reference: torch.nn.Module, seed: int, event: dict[str, Any]) -> Comparison:
+        assert self.child.workdir is not None
+        payload = torch.load(self.child.workdir / event["file"], map_location=self.device,
+                             weights_only=True)  # weights_only: the file came from untrusted code
+        inputs = make_inputs(self.trusted.inputs, self.spec.input_kwargs, seed, self.device)
+        originals = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
+        with torch.no_grad():
+            expected = as_output_dict(reference(**inputs))
+        if expected is None:
+            raise CandidateError("harness", "the reference returned neither a tensor nor a dict "
+                                            "of tensors: the release is broken")
+        tol = self.job.tolerance
+        comparison = compare_outputs(payload["outputs"], expected, tol.atol, tol.rtol)
+        if not comparison.passed:
+            return comparison
+        problem = self._input_and_alias_problem(payload, inputs, originals, expected, event)
+        if problem:
+            return Comparison(False, comparison.max_abs_error, comparison.max_rel_error,
+                              comparison.worst_output, problem)
+        return comparison
+
+    def _input_and_alias_problem(self, payload: Mapping[str, Any], inputs: Mapping[str, Any],
+                                 originals: Mapping[str, torch.Tensor],
+                                 expected: Mapping[str, torch.Tensor],
+                                 event: Mapping[str, Any]) -> str | None:
+        modified_by_candidate: Mapping[str, torch.Tensor] = payload["modified_inputs"]
+        for name, original in originals.items():
+            reference_changed = not torch.equal(original, inputs[name])
+            if name in modified_by_candidate and not reference_changed:
+                return f"the candidate modified its input '{name}'"
+            if reference_changed:
+                after = modified_by_candidate.get(name, original)
+                tol = self.job.tolerance
+                check = compare_outputs({name: after}, {name: inputs[name]}, tol.atol, tol.rtol)
+                if not check.passed:
+                    return f"input '{name}' is not updated in place as the reference does: " \
+                           f"{check.reason}"
+        for output, input_name in (event.get("aliases") or {}).items():
+            ref_input = inputs.get(input_name)
+            if not (isinstance(ref_input, torch.Tensor) and output in expected
+                    and _shares_storage(expected[output], ref_input)):
+                return f"output '{output}' is (a view of) input '{input_name}'"
+        return None
+
+    def _adoption(self) -> None:
+        self.stage = "adoption"
+        done = self.child.request({"cmd": "adoption", **self.base, "seed": secrets.randbits(63)},
+                                  self.settings.call_timeout_s)
+        evidence = adoption_mod.AdoptionEvidence(
+            dsl_kernel_names=frozenset(done["dsl_kernel_names"]),
+            foreign_dsl_launches=tuple(done["foreign_dsl_launches"]),
+            kernels=tuple(adoption_mod.KernelRecord(n, t) for n, t in done["kernels"]),
+            aten_ops=done["aten_ops"],
+            dsl_launch_count=int(done["dsl_launch_count"]),
+            compiled_frames=int(done["compiled_frames"]),
+            device_timed=bool(done["device_timed"]),
+        )
+        report = adoption_mod.adoption_report(evidence, self.job.dsl_ratio_threshold)
+        self.result.adoption = dataclasses.asdict(report)
+        self.result.stage_reached = "adoption"
+
+    def _performance(self) -> None:
+        self.stage = "performance"
+        if self.device.type != "cuda":
+            self.result.timing = {"measured": False,
+                                  "reason": "not measured: no GPU (CPU interpreter mode)"}
+            return
+        probe = make_inputs(self.trusted.inputs, self.spec.input_kwargs, 0, self.device)
+        per_set = max(tensor_bytes(probe), 1)
+        del probe
+        sets = max(1, min(self.settings.timing_input_sets,
+                          self.settings.timing_input_bytes // per_set))
+        request = {"cmd": "timing", **self.base, "seeds": [secrets.randbits(63) for _ in range(sets)],
+                   "settings": dataclasses.asdict(self.settings.timing)}
+        timeout = self.settings.timing.max_seconds + self.settings.call_timeout_s
+        try:
+            done = self.child.request(request, timeout)
+        except CandidateError as exc:
+            if not self.settings.timing.allow_graph or "graph capture" not in exc.message:
+                raise
+            # A failed capture poisoned that process's CUDA context: a fresh child, eagerly.
+            self.child.kill()
+            eager = dataclasses.replace(self.settings.timing, allow_graph=False)
+            request["settings"] = dataclasses.asdict(eager)
+            done = self.child.request(request, timeout)
+        self.result.timing = done["timing"]
+        self.result.stage_reached = "performance"
+
+
+def _shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return bool(a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version(), "torch": torch.__version__}
+    try:
+        import triton
+
+        versions["triton"] = triton.__version__
+    except ImportError:
+        pass
+    return versions

@@ -1,0 +1,410 @@
+"""Loading and validating benchmark releases in the Atrex-Bench layout.
+
+The layout is fixed by the public benchmark (see shared/BENCHMARK-FORMAT.md):
+``data/<operator>/{reference.py,input.py,shapes.json}`` are public,
+``metadata.json`` and ``roofline.json`` are hidden, ``data/operator_importance.json``
+holds importance weights and ``configs/hardware/*.yaml`` the peak profiles.
+
+Every validation error names the file (relative to the release root) and the field,
+so an admin can fix a release without reading this code.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# W's dtype keys map to a hardware precision path (BENCHMARK-FORMAT.md).
+DTYPE_TO_PEAK_PATH: Mapping[str, str] = {
+    "bf16": "bf16_tc",
+    "fp16": "fp16_tc",
+    "fp8_e4m3": "fp8_e4m3_tc",
+    "fp8_e5m2": "fp8_e5m2_tc",
+    "fp32_tf32": "fp32_tf32_tc",
+    "fp32": "fp32_strict",
+}
+DEFAULT_ATOL = 1e-2
+DEFAULT_RTOL = 5e-2
+DEFAULT_DSL = "triton"
+DEFAULT_DSL_RATIO_THRESHOLD = 0.95
+# A graph-replayed kernel cannot finish faster than this; hardware YAMLs may override
+# it with `launch: {floor_s: ...}` (the upstream YAMLs do not carry the key).
+DEFAULT_LAUNCH_FLOOR_S = 2.0e-6
+PUBLIC_FILES = ("reference.py", "input.py", "shapes.json")
+
+
+class ReleaseError(Exception):
+    """A release file is missing or malformed. Names the file and the field."""
+
+    def __init__(self, file: str, field: str, message: str) -> None:
+        self.file = file
+        self.field = field
+        self.message = message
+        where = f"{file}: {field}" if field else file
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    name: str
+    arch: str | None
+    peak_flops: Mapping[str, float]  # precision path -> FLOP/s (dense)
+    hbm_bytes_per_s: float
+    launch_floor_s: float
+    source: Mapping[str, Any] = field(default_factory=dict)
+
+    def ridge_point(self, path: str) -> float:
+        """Arithmetic intensity (FLOP/B) above which a kernel on `path` is compute-bound."""
+        return self.peak_flops[path] / self.hbm_bytes_per_s
+
+
+@dataclass(frozen=True)
+class ShapeSpec:
+    id: str
+    init_kwargs: Mapping[str, Any]
+    input_kwargs: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ShapeRoofline:
+    """Semantic work and traffic of one shape (hidden: roofline.json)."""
+
+    w_flops: Mapping[str, int]  # W dtype key -> FLOPs
+    q_read_bytes: int
+    q_write_bytes: int
+    sol_ms: Mapping[str, float | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float = DEFAULT_ATOL
+    rtol: float = DEFAULT_RTOL
+
+
+@dataclass(frozen=True)
+class OperatorMetadata:
+    """Hidden provenance (metadata.json). Every field but id and dtype is optional."""
+
+    id: str
+    dtype: str
+    status: str | None
+    phase: str | None
+    importance_score: float | None
+    tolerance: Tolerance
+    raw: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class PublicOperator:
+    """What a GPU host and the sandboxed candidate may see of one operator."""
+
+    name: str
+    directory: Path
+    shapes: tuple[ShapeSpec, ...]
+
+    def shape(self, shape_id: str) -> ShapeSpec:
+        for spec in self.shapes:
+            if spec.id == shape_id:
+                return spec
+        raise KeyError(shape_id)
+
+
+@dataclass(frozen=True)
+class Operator:
+    public: PublicOperator
+    metadata: OperatorMetadata | None
+    roofline: Mapping[str, ShapeRoofline] | None
+
+    @property
+    def name(self) -> str:
+        return self.public.name
+
+    @property
+    def tolerance(self) -> Tolerance:
+        return self.metadata.tolerance if self.metadata else Tolerance()
+
+
+@dataclass(frozen=True)
+class ImportanceEntry:
+    score: float
+    phase: str | None
+    num_profiles: int | None
+
+
+@dataclass(frozen=True)
+class ReleaseSettings:
+    """Optional `release.json` at the root; upstream releases have none."""
+
+    dsl: str = DEFAULT_DSL
+    dsl_ratio_threshold: float = DEFAULT_DSL_RATIO_THRESHOLD
+
+
+@dataclass(frozen=True)
+class Release:
+    root: Path
+    name: str
+    settings: ReleaseSettings
+    operators: Mapping[str, Operator]
+    importance: Mapping[str, ImportanceEntry]
+    hardware: Mapping[str, HardwareProfile]
+    warnings: tuple[str, ...]
+
+    @property
+    def has_hidden_files(self) -> bool:
+        return any(op.metadata or op.roofline for op in self.operators.values())
+
+    def operator(self, name: str) -> Operator:
+        try:
+            return self.operators[name]
+        except KeyError:
+            known = ", ".join(sorted(self.operators))
+            raise ReleaseError("data", name, f"no such operator (known: {known})") from None
+
+
+def load_release(root: Path | str) -> Release:
+    """Read and validate a whole release directory."""
+    root = Path(root).resolve()
+    data = root / "data"
+    if not data.is_dir():
+        raise ReleaseError("data/", "", f"missing: {root} is not an Atrex-layout release")
+    warnings: list[str] = []
+    operators = {}
+    for directory in sorted(p for p in data.iterdir() if p.is_dir()):
+        operators[directory.name] = load_operator(directory, root, warnings)
+    if not operators:
+        raise ReleaseError("data/", "", "no operator folders")
+    importance = _load_importance(root, set(operators), warnings)
+    hardware = load_hardware_dir(root / "configs" / "hardware", root)
+    return Release(
+        root=root,
+        name=root.name,
+        settings=_load_settings(root),
+        operators=operators,
+        importance=importance,
+        hardware=hardware,
+        warnings=tuple(warnings),
+    )
+
+
+def load_operator(directory: Path, root: Path, warnings: list[str]) -> Operator:
+    public = load_public_operator(directory, root)
+    metadata_path = directory / "metadata.json"
+    roofline_path = directory / "roofline.json"
+    metadata = _parse_metadata(metadata_path, root) if metadata_path.exists() else None
+    roofline = _parse_roofline(roofline_path, root) if roofline_path.exists() else None
+    if roofline is not None:
+        missing = [s.id for s in public.shapes if s.id not in roofline]
+        if missing:
+            warnings.append(f"{_rel(roofline_path, root)}: no roofline for shapes {missing}")
+    return Operator(public=public, metadata=metadata, roofline=roofline)
+
+
+def load_public_operator(directory: Path, root: Path | None = None) -> PublicOperator:
+    """Load only the public files of an operator (all a GPU host ever gets)."""
+    root = root or directory.parent
+    for name in PUBLIC_FILES:
+        if not (directory / name).is_file():
+            raise ReleaseError(_rel(directory / name, root), "", "missing public file")
+    _check_defines(directory / "reference.py", root, "class", "Model")
+    _check_defines(directory / "input.py", root, "function", "_make_inputs")
+    shapes = _parse_shapes(directory / "shapes.json", root)
+    return PublicOperator(name=directory.name, directory=directory, shapes=shapes)
+
+
+def load_hardware_dir(directory: Path, root: Path | None = None) -> dict[str, HardwareProfile]:
+    profiles: dict[str, HardwareProfile] = {}
+    if not directory.is_dir():
+        return profiles
+    for path in sorted(directory.glob("*.yaml")):
+        profile = load_hardware_profile(path, root or directory)
+        profiles[profile.name] = profile
+    return profiles
+
+
+def load_hardware_profile(path: Path, root: Path | None = None) -> HardwareProfile:
+    file = _rel(path, root or path.parent)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ReleaseError(file, "", f"invalid YAML: {exc}") from None
+    doc = _require_mapping(doc, file, "")
+    hw = _require_mapping(doc.get("hardware"), file, "hardware")
+    name = _require_str(hw.get("name"), file, "hardware.name")
+    peaks = _require_mapping(doc.get("p_peak"), file, "p_peak")
+    peak_flops = {k: _require_positive(v, file, f"p_peak.{k}") for k, v in peaks.items()}
+    b_peak = _require_mapping(doc.get("b_peak"), file, "b_peak")
+    hbm = _require_positive(b_peak.get("hbm"), file, "b_peak.hbm")
+    launch = doc.get("launch") or {}
+    floor = _require_mapping(launch, file, "launch").get("floor_s", DEFAULT_LAUNCH_FLOOR_S)
+    return HardwareProfile(
+        name=name,
+        arch=hw.get("arch"),
+        peak_flops=peak_flops,
+        hbm_bytes_per_s=hbm,
+        launch_floor_s=_require_nonnegative(floor, file, "launch.floor_s"),
+        source=doc.get("source") or {},
+    )
+
+
+def project_hardware_profiles() -> dict[str, HardwareProfile]:
+    """The project's own copy of the hardware profiles (evaluation/hardware)."""
+    return load_hardware_dir(Path(__file__).resolve().parent.parent / "hardware")
+
+
+# --- parsing helpers -------------------------------------------------------------------
+
+
+def _parse_shapes(path: Path, root: Path) -> tuple[ShapeSpec, ...]:
+    file = _rel(path, root)
+    doc = _require_mapping(_read_json(path, root), file, "")
+    if not doc:
+        raise ReleaseError(file, "", "no shapes")
+    shapes = []
+    for shape_id, entry in doc.items():
+        entry = _require_mapping(entry, file, shape_id)
+        init = entry.get("init_kwargs")
+        init = {} if init is None else _require_mapping(init, file, f"{shape_id}.init_kwargs")
+        inputs = _require_mapping(entry.get("input_kwargs"), file, f"{shape_id}.input_kwargs")
+        shapes.append(ShapeSpec(id=str(shape_id), init_kwargs=init, input_kwargs=inputs))
+    return tuple(shapes)
+
+
+def _parse_metadata(path: Path, root: Path) -> OperatorMetadata:
+    file = _rel(path, root)
+    doc = _require_mapping(_read_json(path, root), file, "")
+    tol = doc.get("tolerance") or {}
+    tol = _require_mapping(tol, file, "tolerance")
+    tolerance = Tolerance(
+        atol=_require_nonnegative(tol.get("atol", DEFAULT_ATOL), file, "tolerance.atol"),
+        rtol=_require_nonnegative(tol.get("rtol", DEFAULT_RTOL), file, "tolerance.rtol"),
+    )
+    score = doc.get("importance_score")
+    return OperatorMetadata(
+        id=_require_str(doc.get("id"), file, "id"),
+        dtype=_require_str(doc.get("dtype"), file, "dtype"),
+        status=doc.get("status"),
+        phase=doc.get("phase"),
+        importance_score=None if score is None else _require_nonnegative(score, file, "importance_score"),
+        tolerance=tolerance,
+        raw=doc,
+    )
+
+
+def _parse_roofline(path: Path, root: Path) -> dict[str, ShapeRoofline]:
+    file = _rel(path, root)
+    doc = _require_mapping(_read_json(path, root), file, "")
+    shapes = _require_mapping(doc.get("shapes"), file, "shapes")
+    result = {}
+    for shape_id, entry in shapes.items():
+        where = f"shapes.{shape_id}"
+        entry = _require_mapping(entry, file, where)
+        w = _require_mapping(entry.get("semantic_W_flops"), file, f"{where}.semantic_W_flops")
+        for dtype, flops in w.items():
+            if dtype not in DTYPE_TO_PEAK_PATH:
+                raise ReleaseError(file, f"{where}.semantic_W_flops.{dtype}", "unknown dtype key")
+            _require_nonnegative(flops, file, f"{where}.semantic_W_flops.{dtype}")
+        sol = entry.get("SOL_time_ms") or {}
+        result[str(shape_id)] = ShapeRoofline(
+            w_flops={k: int(v) for k, v in w.items()},
+            q_read_bytes=int(_require_nonnegative(
+                entry.get("semantic_Q_read_bytes"), file, f"{where}.semantic_Q_read_bytes")),
+            q_write_bytes=int(_require_nonnegative(
+                entry.get("semantic_Q_write_bytes"), file, f"{where}.semantic_Q_write_bytes")),
+            sol_ms=dict(_require_mapping(sol, file, f"{where}.SOL_time_ms")),
+        )
+    return result
+
+
+def _load_importance(root: Path, operators: set[str], warnings: list[str]) -> dict[str, ImportanceEntry]:
+    path = root / "data" / "operator_importance.json"
+    if not path.exists():
+        warnings.append("data/operator_importance.json: missing; weights must be set by an admin")
+        return {}
+    file = _rel(path, root)
+    doc = _require_mapping(_read_json(path, root), file, "")
+    entries = _require_mapping(doc.get("operators"), file, "operators")
+    result = {}
+    for name, entry in entries.items():
+        entry = _require_mapping(entry, file, f"operators.{name}")
+        score = _require_nonnegative(entry.get("importance_score"), file,
+                                     f"operators.{name}.importance_score")
+        if name not in operators:
+            warnings.append(f"{file}: operators.{name}: no such operator folder; ignored")
+            continue
+        result[name] = ImportanceEntry(score=score, phase=entry.get("phase"),
+                                       num_profiles=entry.get("num_profiles"))
+    for name in sorted(operators - set(result)):
+        warnings.append(f"{file}: operators.{name}: no importance score")
+    return result
+
+
+def _load_settings(root: Path) -> ReleaseSettings:
+    path = root / "release.json"
+    if not path.exists():
+        return ReleaseSettings()
+    file = _rel(path, root)
+    doc = _require_mapping(_read_json(path, root), file, "")
+    threshold = _require_nonnegative(
+        doc.get("dsl_ratio_threshold", DEFAULT_DSL_RATIO_THRESHOLD), file, "dsl_ratio_threshold")
+    if threshold > 1:
+        raise ReleaseError(file, "dsl_ratio_threshold", "must be between 0 and 1")
+    return ReleaseSettings(dsl=_require_str(doc.get("dsl", DEFAULT_DSL), file, "dsl"),
+                           dsl_ratio_threshold=threshold)
+
+
+def _check_defines(path: Path, root: Path, kind: str, name: str) -> None:
+    file = _rel(path, root)
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=file)
+    except SyntaxError as exc:
+        raise ReleaseError(file, f"line {exc.lineno}", f"syntax error: {exc.msg}") from None
+    node_type = ast.ClassDef if kind == "class" else ast.FunctionDef
+    if not any(isinstance(n, node_type) and n.name == name for n in tree.body):
+        raise ReleaseError(file, name, f"must define {kind} {name}")
+
+
+def _read_json(path: Path, root: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ReleaseError(_rel(path, root), f"line {exc.lineno}", f"invalid JSON: {exc.msg}") from None
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _require_mapping(value: Any, file: str, field: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ReleaseError(file, field or "(top level)", "must be a JSON/YAML object")
+    return value
+
+
+def _require_str(value: Any, file: str, field: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ReleaseError(file, field, "must be a non-empty string")
+    return value
+
+
+def _require_nonnegative(value: Any, file: str, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or value < 0:
+        raise ReleaseError(file, field, f"must be a non-negative number (got {value!r})")
+    return float(value)
+
+
+def _require_positive(value: Any, file: str, field: str) -> float:
+    number = _require_nonnegative(value, file, field)
+    if number == 0:
+        raise ReleaseError(file, field, "must be positive")
+    return number

@@ -1,0 +1,94 @@
+"""The evaluation result: what a GPU host reports, versioned for the portal to store.
+
+`SCHEMA_VERSION` names the JSON layout; `result_schema.json` beside this file is its JSON
+Schema. Bump the version when a field changes meaning or disappears.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = "atrex.evaluation-result/1"
+EVALUATOR_VERSION = "0.1.0"
+SCHEMA_PATH = Path(__file__).resolve().parent / "result_schema.json"
+
+# Stages in order; `stage_reached` is the last one completed.
+STAGES = ("compile", "correctness", "adoption", "performance")
+PASSED = "passed"
+FAILED = "failed"
+
+
+@dataclass
+class ShapeResult:
+    shape_id: str
+    status: str = FAILED  # passed: compiled and correct (verdict and time are separate)
+    stage_reached: str | None = None
+    failed_stage: str | None = None
+    error: str | None = None
+    traceback_tail: str | None = None
+    trials_checked: int = 0
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    worst_output: str | None = None
+    adoption: dict[str, Any] | None = None
+    timing: dict[str, Any] | None = None
+    roofline: dict[str, Any] | None = None
+    child_restarts: int = 0
+    seconds: float = 0.0
+
+    @property
+    def verdict(self) -> str | None:
+        return self.adoption["verdict"] if self.adoption else None
+
+    def fail(self, stage: str, message: str, traceback_tail: str = "") -> None:
+        self.status = FAILED
+        self.failed_stage = stage
+        self.error = message
+        self.traceback_tail = traceback_tail or None
+
+
+@dataclass
+class EvaluationResult:
+    operator: str
+    dsl: str
+    device: str  # e.g. "NVIDIA H200" or "cpu"
+    mode: str  # "gpu" or "cpu-interpreter"
+    candidate_sha256: str
+    started_at: str
+    finished_at: str | None = None
+    seconds: float = 0.0
+    isolation: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    shapes: list[ShapeResult] = field(default_factory=list)
+    hardware: str | None = None  # the profile the roofline was computed for, if any
+    schema: str = SCHEMA_VERSION
+    evaluator_version: str = EVALUATOR_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finite(asdict(self))  # type: ignore[no-any-return]
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvaluationResult:
+        if data.get("schema") != SCHEMA_VERSION:
+            raise ValueError(f"unsupported result schema {data.get('schema')!r}")
+        fields = dict(data)
+        fields["shapes"] = [ShapeResult(**s) for s in data["shapes"]]
+        return cls(**fields)
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN/Infinity: a non-finite number is stored as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value

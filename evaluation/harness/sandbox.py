@@ -1,0 +1,358 @@
+"""The candidate's process: spawn it isolated, talk to it, kill it.
+
+Isolation, applied where the host allows (each part is reported, never silently assumed):
+- a fresh directory as cwd and HOME holding only the operator's public files and the
+  candidate's source; a scrubbed environment (an allowlist of GPU-stack variables);
+- as root: an unprivileged uid (setpriv), no network (new network namespace), its own
+  PID namespace (the parent's /proc is invisible; killing its first process kills every
+  process it made, setsid or not), and tmpfs mounted over paths holding hidden files;
+- resource limits (processes, file size, core dumps; address space on the CPU only,
+  since CUDA reserves huge virtual ranges) and wall timeouts on every request.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import resource
+import selectors
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .release import PUBLIC_FILES, PublicOperator
+
+CHILD_MAIN = Path(__file__).resolve().parent / "child_main.py"
+# Variables that say where the GPU stack lives; nothing else of the parent's environment
+# reaches the candidate.
+PASSED_ENV = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
+              "TRITON_LIBCUDA_PATH", "TRITON_PTXAS_PATH", "NVIDIA_VISIBLE_DEVICES",
+              "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
+SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+STDERR_TAIL_CHARS = 3000
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    isolate: bool = True
+    child_uid: int = 65534  # nobody
+    child_gid: int = 65534
+    cpu_address_space_bytes: int | None = 32 * 1024**3
+    max_processes: int = 1024
+    max_file_bytes: int = 8 * 1024**3
+    start_timeout_s: float = 180.0
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """What this host allowed; stored with every result."""
+
+    uid: int
+    network_namespace: bool
+    pid_namespace: bool
+    masked_paths: tuple[str, ...]
+    env_scrubbed: bool = True
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+class CandidateError(Exception):
+    """The candidate failed a stage (the child reported it)."""
+
+    def __init__(self, stage: str, message: str, traceback: str = "") -> None:
+        super().__init__(message)
+        self.stage = stage
+        self.message = message
+        self.traceback = traceback
+
+
+class ChildDied(Exception):
+    def __init__(self, returncode: int | None, stderr_tail: str) -> None:
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
+        super().__init__(describe_exit(returncode))
+
+
+class ChildTimeout(Exception):
+    def __init__(self, seconds: float, stderr_tail: str) -> None:
+        self.seconds = seconds
+        self.stderr_tail = stderr_tail
+        super().__init__(f"no answer within {seconds:.0f} s")
+
+
+class HarnessError(Exception):
+    """The evaluator itself could not run (not the candidate's fault)."""
+
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "the candidate's process ended"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"the candidate's process was killed by {name}"
+    return f"the candidate's process exited with code {returncode}"
+
+
+@functools.cache
+def _namespaces_available() -> bool:
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("setpriv"):
+        return False
+    probe = ["unshare", "--mount", "--net", "--pid", "--fork", "--mount-proc", "--kill-child",
+             "--", "true"]
+    return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+
+
+def planned_isolation(settings: SandboxSettings, masked: Sequence[Path]) -> Isolation:
+    if settings.isolate and _namespaces_available():
+        return Isolation(uid=settings.child_uid, network_namespace=True, pid_namespace=True,
+                         masked_paths=tuple(str(p) for p in masked))
+    notes = ("not root or no unshare/setpriv: the child runs as the parent's user, with "
+             "network, and hidden paths are not masked",) if settings.isolate else \
+        ("isolation disabled by settings",)
+    return Isolation(uid=os.geteuid(), network_namespace=False, pid_namespace=False,
+                     masked_paths=(), notes=notes)
+
+
+class ChildProcess:
+    """One sandboxed child. Restarted lazily after a crash or a timeout."""
+
+    def __init__(self, *, operator: PublicOperator, candidate_source: str, device: str, dsl: str,
+                 masked_paths: Sequence[Path], settings: SandboxSettings) -> None:
+        self.operator = operator
+        self.candidate_source = candidate_source
+        self.device = device
+        self.dsl = dsl
+        self.settings = settings
+        self.isolation = planned_isolation(settings, masked_paths)
+        self.restarts = 0
+        self._process: subprocess.Popen[bytes] | None = None
+        self._events_fd: int | None = None
+        self._buffer = b""
+        self._timeout_s = 0.0
+        self._private = Path(tempfile.mkdtemp(prefix="atrex-parent-"))  # logs; child can't read
+        self._cache_dir = self._shared_dir("atrex-triton-cache-")  # kept across restarts
+        self.workdir: Path | None = None
+
+    # -- life cycle ----------------------------------------------------------------------
+
+    def ensure_started(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            return
+        if self._process is not None:
+            self._cleanup()
+            self.restarts += 1
+        self._spawn()
+        self._timeout_s = self.settings.start_timeout_s
+        try:
+            event = self._next_event(time.monotonic() + self._timeout_s)
+        except (ChildDied, ChildTimeout) as exc:
+            tail = getattr(exc, "stderr_tail", "")
+            self._cleanup()
+            raise HarnessError(f"the sandboxed child did not start: {exc}\n{tail}") from exc
+        if event.get("event") != "ready":
+            self._cleanup()
+            raise HarnessError(f"the sandboxed child did not start: {event}")
+
+    def close(self) -> None:
+        if self._process is not None and self._process.poll() is None and self._process.stdin:
+            try:
+                self._process.stdin.write(b'{"cmd": "exit"}\n')
+                self._process.stdin.flush()
+                self._process.wait(timeout=10)
+            except (BrokenPipeError, subprocess.TimeoutExpired, OSError):
+                pass
+        self._cleanup()
+        shutil.rmtree(self._private, ignore_errors=True)
+        shutil.rmtree(self._cache_dir, ignore_errors=True)
+
+    def kill(self) -> None:
+        self._cleanup()
+
+    # -- requests ------------------------------------------------------------------------
+
+    def request(self, command: Mapping[str, Any], timeout_s: float,
+                on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """Send one command; return its `done` event; raise on error, death or timeout."""
+        self.ensure_started()
+        assert self._process is not None and self._process.stdin is not None
+        try:
+            self._process.stdin.write((json.dumps(command) + "\n").encode())
+            self._process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._died() from None
+        self._timeout_s = timeout_s
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                event = self._next_event(deadline)
+            except (ChildDied, ChildTimeout):
+                self._cleanup()
+                raise
+            kind = event.get("event")
+            if kind == "done":
+                return event
+            if kind == "error":
+                raise CandidateError(str(event.get("stage")), str(event.get("message")),
+                                     str(event.get("traceback", "")))
+            if on_event is not None:
+                on_event(event)
+
+    def stderr_tail(self) -> str:
+        path = self._private / "stderr.log"
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(max(0, path.stat().st_size - STDERR_TAIL_CHARS))
+                return handle.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _spawn(self) -> None:
+        self.workdir = self._shared_dir("atrex-child-")
+        operator_dir = self.workdir / "operator"
+        operator_dir.mkdir()
+        for name in PUBLIC_FILES:
+            shutil.copyfile(self.operator.directory / name, operator_dir / name)
+        (self.workdir / "candidate.py").write_text(self.candidate_source, encoding="utf-8")
+        (self.workdir / "tmp").mkdir()
+        self._chown_tree(self.workdir)
+        read_fd, write_fd = os.pipe()
+        env = self._environment(write_fd)
+        stdout = open(self._private / "stdout.log", "ab")  # noqa: SIM115 - handed to the child
+        stderr = open(self._private / "stderr.log", "ab")  # noqa: SIM115
+        try:
+            self._process = subprocess.Popen(
+                self._argv(), cwd=self.workdir, env=env, stdin=subprocess.PIPE, stdout=stdout,
+                stderr=stderr, pass_fds=(write_fd,), start_new_session=True,
+                preexec_fn=self._limits,  # noqa: PLW1509 - single-threaded use, before exec
+            )
+        finally:
+            os.close(write_fd)
+            stdout.close()
+            stderr.close()
+        self._events_fd = read_fd
+        self._buffer = b""
+
+    def _argv(self) -> list[str]:
+        python = [sys.executable, "-I", "-X", "faulthandler", str(CHILD_MAIN)]
+        if not self.isolation.pid_namespace:
+            return python
+        mounts = "".join(
+            f"mount -t tmpfs -o size=4k,mode=000 atrex-hidden {shlex.quote(p)} && "
+            for p in self.isolation.masked_paths)
+        drop = ["setpriv", f"--reuid={self.settings.child_uid}",
+                f"--regid={self.settings.child_gid}", "--clear-groups", "--no-new-privs", "--"]
+        script = mounts + "exec " + shlex.join(drop + python)
+        return ["unshare", "--mount", "--net", "--pid", "--fork", "--mount-proc", "--kill-child",
+                "--", "/bin/sh", "-c", script]
+
+    def _environment(self, event_fd: int) -> dict[str, str]:
+        assert self.workdir is not None
+        env = {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
+        env.update({
+            "PATH": SAFE_PATH, "HOME": str(self.workdir), "TMPDIR": str(self.workdir / "tmp"),
+            "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
+            "ATREX_EVENT_FD": str(event_fd), "ATREX_DEVICE": self.device, "ATREX_DSL": self.dsl,
+            "TRITON_CACHE_DIR": str(self._cache_dir),
+        })
+        if self.device == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+        return env
+
+    def _limits(self) -> None:
+        def cap(limit: int, value: int) -> None:
+            soft, hard = resource.getrlimit(limit)
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(limit, (value, value))
+
+        cap(resource.RLIMIT_CORE, 0)
+        cap(resource.RLIMIT_NPROC, self.settings.max_processes)
+        cap(resource.RLIMIT_FSIZE, self.settings.max_file_bytes)
+        if self.device == "cpu" and self.settings.cpu_address_space_bytes:
+            cap(resource.RLIMIT_AS, self.settings.cpu_address_space_bytes)
+
+    def _shared_dir(self, prefix: str) -> Path:
+        path = Path(tempfile.mkdtemp(prefix=prefix))
+        self._chown_tree(path)
+        return path
+
+    def _chown_tree(self, root: Path) -> None:
+        if self.isolation.uid == os.geteuid():
+            return
+        for directory, _, files in os.walk(root):
+            os.chown(directory, self.isolation.uid, self.settings.child_gid)
+            for name in files:
+                os.chown(os.path.join(directory, name), self.isolation.uid,
+                         self.settings.child_gid)
+
+    def _next_event(self, deadline: float) -> dict[str, Any]:
+        assert self._events_fd is not None
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ChildTimeout(self._timeout_s, self.stderr_tail())
+            with selectors.DefaultSelector() as selector:
+                selector.register(self._events_fd, selectors.EVENT_READ)
+                if not selector.select(timeout=remaining):
+                    raise ChildTimeout(self._timeout_s, self.stderr_tail())
+            chunk = os.read(self._events_fd, 1 << 16)
+            if not chunk:
+                raise self._died()
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            return {"event": "error", "stage": "harness",
+                    "message": "the candidate's process wrote garbage on the result channel"}
+        return event if isinstance(event, dict) else {"event": "garbage"}
+
+    def _died(self) -> ChildDied:
+        returncode = None
+        if self._process is not None:
+            try:
+                returncode = self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                returncode = None
+        tail = self.stderr_tail()
+        self._cleanup()
+        return ChildDied(returncode, tail)
+
+    def _cleanup(self) -> None:
+        if self._process is not None:
+            if self._process.poll() is None:
+                try:
+                    os.killpg(self._process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            try:
+                self._process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+            if self._process.stdin:
+                try:
+                    self._process.stdin.close()
+                except OSError:
+                    pass
+            self._process = None
+        if self._events_fd is not None:
+            os.close(self._events_fd)
+            self._events_fd = None
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+        # Fresh logs for the next child, so a tail names this child's last words only.
+        for name in ("stdout.log", "stderr.log"):
+            (self._private / name).unlink(missing_ok=True)
