@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="seconds of timing per shape at most")
     run.add_argument("--no-isolation", action="store_true",
                      help="run the child as this user, with network (debugging only)")
+    commands.add_parser("demo", help="evaluate the fixture release's sample candidates "
+                                     "(Triton and PyTorch) on its dev shapes")
     return parser
 
 
@@ -59,6 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     console = Console(stderr=True)
     try:
+        if args.command == "demo":
+            return _demo(console)
         return _evaluate(args, console)
     except ReleaseError as exc:
         console.print(f"[red]release error:[/] {exc}")
@@ -112,6 +116,23 @@ def _evaluate(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
+def _demo(console: Console) -> int:
+    """What `make run` shows until the portal exists: honest vs fallback candidates."""
+    root = Path(__file__).resolve().parent
+    release = root / "releases" / "atrex-fixture"
+    candidates = root / "sample_candidates"
+    for operator in sorted(load_release(release).operators):
+        for candidate in ("triton_native", "torch_fallback"):
+            console.rule(f"{operator}: {candidate}.py")
+            code = _evaluate(build_parser().parse_args([
+                "evaluate", "--release", str(release), "--operator", operator,
+                "--candidate", str(candidates / operator / f"{candidate}.py"), "--shapes", "dev-*",
+            ]), console)
+            if code != EXIT_OK:
+                return code
+    return EXIT_OK
+
+
 def _select_shapes(all_ids: list[str], pattern: str | None) -> list[str]:
     if not pattern:
         return all_ids
@@ -124,7 +145,7 @@ def _select_shapes(all_ids: list[str], pattern: str | None) -> list[str]:
     return chosen
 
 
-def _hardware(profiles: dict[str, HardwareProfile], name: str | None,
+def _hardware(profiles: Mapping[str, HardwareProfile], name: str | None,
               has_roofline: bool) -> HardwareProfile | None:
     if name is None and not has_roofline:
         return None

@@ -24,6 +24,7 @@ OWN = "dsl"
 TORCH = "torch"
 VENDOR = "vendor"
 COMPILED = "compiled"
+KERNEL_NAME_CHARS = 160  # demangled template names run to kilobytes
 _FALLBACK_BY_CATEGORY = {TORCH: FALLBACK_TORCH, VENDOR: FALLBACK_VENDOR, COMPILED: FALLBACK_COMPILED}
 
 _VENDOR_PATTERN = re.compile(
@@ -149,9 +150,10 @@ def _device_time_shares(
         category = classify_kernel(record.name, evidence.dsl_kernel_names)
         by_category[category] = by_category.get(category, 0.0) + record.device_time_s
         if category != OWN:
-            foreign_time[record.name] = foreign_time.get(record.name, 0.0) + record.device_time_s
-            foreign_count[record.name] = foreign_count.get(record.name, 0) + 1
-            foreign_category[record.name] = category
+            name = record.name[:KERNEL_NAME_CHARS]
+            foreign_time[name] = foreign_time.get(name, 0.0) + record.device_time_s
+            foreign_count[name] = foreign_count.get(name, 0) + 1
+            foreign_category[name] = category
     foreign = tuple(
         {"name": name, "category": foreign_category[name], "count": foreign_count[name],
          "device_time_us": foreign_time[name] * 1e6}

@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any, TextIO
 
 import torch
+from torch.autograd import DeviceType  # type: ignore[attr-defined]
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .compare import as_output_dict
@@ -145,37 +146,35 @@ class ChildRuntime:
 
     def do_adoption(self, request: dict[str, Any]) -> dict[str, Any]:
         model = self.model_for(request)
-        own = frozenset({str(self.candidate_path)})
+        inputs = make_inputs(self.input_module, request["input_kwargs"], request["seed"], self.device)
+        launches = LaunchRecorder(own_files=frozenset({str(self.candidate_path)}))
         kernels: list[tuple[str, float]] = []
-        device_timed = self.device.type == "cuda"
-        launches = LaunchRecorder(own_files=own)
-        if device_timed:
-            # Pass 1, device time: no dispatch mode active, so compiled code runs as it would.
-            inputs = make_inputs(self.input_module, request["input_kwargs"], request["seed"],
-                                 self.device)
+        if self.device.type == "cuda":
+            # The profiler sees both device kernels and aten ops. No dispatch mode here:
+            # under one, torch.compile'd code falls back to eager and would look like torch.
             from .timing import device_records
 
-            activities = [torch.profiler.ProfilerActivity.CUDA]
+            activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
             with self.adapter.recording(launches), torch.no_grad(), \
                     torch.profiler.profile(activities=activities) as prof:
                 model(**inputs)
                 torch.cuda.synchronize()
             kernels = [(name, (end - start) * 1e-9) for name, start, end in device_records(prof)]
-        # Aten ops (the only evidence on a CPU): a second pass under a dispatch mode.
-        inputs = make_inputs(self.input_module, request["input_kwargs"], request["seed"], self.device)
-        op_launches = LaunchRecorder(own_files=own)
-        with self.adapter.recording(op_launches), torch.no_grad(), AtenRecorder(op_launches) as ops:
-            model(**inputs)
-            _synchronize(self.device)
-        counted = launches if device_timed else op_launches
+            aten_ops = _profiled_aten_ops(prof)
+        else:
+            # The CPU has no device records: aten ops dispatched outside DSL launches are the
+            # evidence (the interpreter's own ops happen inside launches and are skipped).
+            with self.adapter.recording(launches), torch.no_grad(), AtenRecorder(launches) as rec:
+                model(**inputs)
+            aten_ops = rec.ops
         return {
-            "dsl_kernel_names": sorted(counted.own_kernels | op_launches.own_kernels),
-            "foreign_dsl_launches": counted.foreign_launches,
+            "dsl_kernel_names": sorted(launches.own_kernels),
+            "foreign_dsl_launches": launches.foreign_launches,
             "kernels": kernels,
-            "aten_ops": ops.ops,
-            "dsl_launch_count": counted.own_launches,
+            "aten_ops": aten_ops,
+            "dsl_launch_count": launches.own_launches,
             "compiled_frames": _compiled_frames(),
-            "device_timed": device_timed,
+            "device_timed": self.device.type == "cuda",
         }
 
     def do_timing(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -250,6 +249,15 @@ def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     sa, sb = a.untyped_storage(), b.untyped_storage()
     start_a, start_b = sa.data_ptr(), sb.data_ptr()
     return start_a < start_b + sb.nbytes() and start_b < start_a + sa.nbytes()
+
+
+def _profiled_aten_ops(prof: Any) -> dict[str, int]:
+    ops: dict[str, int] = {}
+    for event in prof.profiler.kineto_results.events():
+        name = event.name()
+        if event.device_type() == DeviceType.CPU and name.startswith("aten::"):
+            ops[name] = ops.get(name, 0) + 1
+    return ops
 
 
 def _compiled_frames() -> int:

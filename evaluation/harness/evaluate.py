@@ -104,6 +104,7 @@ def evaluate(job: EvaluationJob, settings: EvaluationSettings = EvaluationSettin
                 progress(shape_result, index + 1, len(shapes))
     finally:
         child.close()
+    result.child_start_seconds = child.start_seconds
     result.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
     result.seconds = time.perf_counter() - started
     return result
@@ -163,9 +164,9 @@ class _ShapeRun:
     def run(self) -> ShapeResult:
         started = time.perf_counter()
         try:
-            if self._correctness():
-                self._adoption()
-                self._performance()
+            if self._timed("correctness", self._correctness):
+                self._timed("adoption", self._adoption)
+                self._timed("performance", self._performance)
         except CandidateError as exc:
             self.result.fail(exc.stage if exc.stage != "harness" else self.stage, exc.message,
                              exc.traceback)
@@ -178,6 +179,13 @@ class _ShapeRun:
                                          f"{self.stage} stage", exc.stderr_tail)
         self.result.seconds = time.perf_counter() - started
         return self.result
+
+    def _timed(self, stage: str, run: Callable[[], Any]) -> Any:
+        started = time.perf_counter()
+        try:
+            return run()
+        finally:
+            self.result.stage_seconds[stage] = time.perf_counter() - started
 
     # -- stages --------------------------------------------------------------------------
 

@@ -39,6 +39,7 @@ class ShapeResult:
     roofline: dict[str, Any] | None = None
     child_restarts: int = 0
     seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str | None:
@@ -64,6 +65,7 @@ class EvaluationResult:
     isolation: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     shapes: list[ShapeResult] = field(default_factory=list)
+    child_start_seconds: list[float] = field(default_factory=list)
     hardware: str | None = None  # the profile the roofline was computed for, if any
     schema: str = SCHEMA_VERSION
     evaluator_version: str = EVALUATOR_VERSION

@@ -12,6 +12,7 @@ Isolation, applied where the host allows (each part is reported, never silently 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -135,7 +136,7 @@ class ChildProcess:
         self.dsl = dsl
         self.settings = settings
         self.isolation = planned_isolation(settings, masked_paths)
-        self.restarts = 0
+        self.start_seconds: list[float] = []  # spawn to "ready": imports, CUDA context
         self._process: subprocess.Popen[bytes] | None = None
         self._events_fd: int | None = None
         self._buffer = b""
@@ -144,6 +145,10 @@ class ChildProcess:
         self._cache_dir = self._shared_dir("atrex-triton-cache-")  # kept across restarts
         self.workdir: Path | None = None
 
+    @property
+    def restarts(self) -> int:
+        return max(0, len(self.start_seconds) - 1)
+
     # -- life cycle ----------------------------------------------------------------------
 
     def ensure_started(self) -> None:
@@ -151,7 +156,7 @@ class ChildProcess:
             return
         if self._process is not None:
             self._cleanup()
-            self.restarts += 1
+        started = time.perf_counter()
         self._spawn()
         self._timeout_s = self.settings.start_timeout_s
         try:
@@ -163,6 +168,7 @@ class ChildProcess:
         if event.get("event") != "ready":
             self._cleanup()
             raise HarnessError(f"the sandboxed child did not start: {event}")
+        self.start_seconds.append(time.perf_counter() - started)
 
     def close(self) -> None:
         if self._process is not None and self._process.poll() is None and self._process.stdin:
@@ -246,7 +252,7 @@ class ChildProcess:
         self._buffer = b""
 
     def _argv(self) -> list[str]:
-        python = [sys.executable, "-I", "-X", "faulthandler", str(CHILD_MAIN)]
+        python = [sys.executable, "-I", "-B", "-X", "faulthandler", str(CHILD_MAIN)]
         if not self.isolation.pid_namespace:
             return python
         mounts = "".join(
@@ -333,19 +339,13 @@ class ChildProcess:
     def _cleanup(self) -> None:
         if self._process is not None:
             if self._process.poll() is None:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(self._process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self._process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                pass
             if self._process.stdin:
-                try:
+                with contextlib.suppress(OSError):
                     self._process.stdin.close()
-                except OSError:
-                    pass
             self._process = None
         if self._events_fd is not None:
             os.close(self._events_fd)

@@ -26,8 +26,8 @@ from typing import Any
 import torch
 import triton
 import triton.language as tl
+from torch.autograd import DeviceType  # type: ignore[attr-defined]
 
-FLUSH_KERNEL_NAME = "_atrex_l2_flush"
 MIN_FLUSH_BYTES = 256 * 1024 * 1024
 
 
@@ -37,6 +37,13 @@ def _atrex_l2_flush(ptr, n, value, BLOCK: tl.constexpr):  # type: ignore[no-unty
     tl.store(ptr + offsets, value, mask=offsets < n)
 
 
+@triton.jit
+def _atrex_l2_flush_read(ptr, sums, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    values = tl.load(ptr + offsets, mask=offsets < n, other=0)
+    tl.store(sums + tl.program_id(0), tl.sum(values, axis=0))
+
+
 @dataclass(frozen=True)
 class TimingSettings:
     max_seconds: float = 1.0
@@ -44,6 +51,9 @@ class TimingSettings:
     min_samples: int = 10
     max_samples: int = 2000
     allow_graph: bool = True
+    # "write" leaves L2 full of dirty lines the candidate must write back; "read" leaves it
+    # full of clean lines, closer to ncu's --cache-control all (benchmarks/ncu_compare.py).
+    flush: str = "write"
 
 
 @dataclass
@@ -82,7 +92,7 @@ def measure_forward(
     settings: TimingSettings,
 ) -> TimingReport:
     started = time.perf_counter()
-    flush = _L2Flusher()
+    flush = _L2Flusher(settings.flush)
     reset_persisting = _persisting_l2_resetter()
     launch, method, graph_error = _prepare_launch(forward, input_sets, settings.allow_graph)
 
@@ -106,7 +116,7 @@ def measure_forward(
                         settings.max_samples - len(device_times)))
         if batch <= 0:
             break
-        times, counts, events = _profiled_batch(one_sample, batch, len(device_times))
+        times, counts, events = _profiled_batch(one_sample, batch, len(device_times), flush.marker)
         device_times += times
         kernel_counts += counts
         event_times += events
@@ -201,7 +211,7 @@ def _estimate_sample_seconds(one_sample: Callable[[int, Any, Any], None]) -> flo
 
 
 def _profiled_batch(
-    one_sample: Callable[[int, Any, Any], None], count: int, offset: int
+    one_sample: Callable[[int, Any, Any], None], count: int, offset: int, marker: str
 ) -> tuple[list[float], list[int], list[float]]:
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
               for _ in range(count)]
@@ -211,7 +221,7 @@ def _profiled_batch(
             one_sample(offset + i, start, end)
         torch.cuda.synchronize()
     records = device_records(prof)
-    times, counts = forward_spans(records, FLUSH_KERNEL_NAME)
+    times, counts = forward_spans(records, marker)
     event_times = [start.elapsed_time(end) * 1e-3 for start, end in events]
     return times, counts, event_times
 
@@ -220,7 +230,7 @@ def device_records(prof: Any) -> list[tuple[str, int, int]]:
     """(name, start_ns, end_ns) of every device activity: kernels, memcpy, memset."""
     records = []
     for event in prof.profiler.kineto_results.events():
-        if event.device_type() == torch.autograd.DeviceType.CUDA:
+        if event.device_type() == DeviceType.CUDA:
             start = event.start_ns()
             records.append((event.name(), start, start + event.duration_ns()))
     records.sort(key=lambda r: r[1])
@@ -258,22 +268,30 @@ def _relative_standard_error(values: Sequence[float]) -> float:
 
 
 class _L2Flusher:
-    """Writes a buffer at least twice the L2 size with our own, recognisable kernel."""
+    """Sweeps a buffer of at least twice the L2 size with our own, recognisable kernel."""
 
     BLOCK = 4096
 
-    def __init__(self) -> None:
+    def __init__(self, mode: str) -> None:
+        if mode not in ("write", "read"):
+            raise ValueError(f"unknown L2 flush mode {mode!r}")
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         l2 = int(getattr(props, "L2_cache_size", 0) or 0)
         self.nbytes = max(2 * l2, MIN_FLUSH_BYTES)
-        self.buffer = torch.empty(self.nbytes // 4, dtype=torch.int32, device="cuda")
+        self.mode = mode
+        self.buffer = torch.ones(self.nbytes // 4, dtype=torch.int32, device="cuda")
+        self.grid = (triton.cdiv(self.buffer.numel(), self.BLOCK),)
+        self.sums = torch.empty(self.grid[0], dtype=torch.int32, device="cuda")
+        self.marker = "_atrex_l2_flush" if mode == "write" else "_atrex_l2_flush_read"
         self.counter = 0
 
     def __call__(self) -> None:
-        self.counter += 1
         n = self.buffer.numel()
-        _atrex_l2_flush[(triton.cdiv(n, self.BLOCK),)](self.buffer, n, self.counter,
-                                                       BLOCK=self.BLOCK)
+        if self.mode == "write":
+            self.counter += 1
+            _atrex_l2_flush[self.grid](self.buffer, n, self.counter, BLOCK=self.BLOCK)
+        else:
+            _atrex_l2_flush_read[self.grid](self.buffer, self.sums, n, BLOCK=self.BLOCK)
 
 
 def _persisting_l2_resetter() -> Callable[[], None] | None:

@@ -1,0 +1,16 @@
+"""Shared fixtures: the project's fixture release and its sample candidates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE_RELEASE = REPO / "evaluation" / "releases" / "atrex-fixture"
+SAMPLE_CANDIDATES = REPO / "evaluation" / "sample_candidates"
+
+
+@pytest.fixture(scope="session")
+def fixture_release_path() -> Path:
+    return FIXTURE_RELEASE

@@ -1,0 +1,63 @@
+"""`python -m evaluation evaluate`: table, JSON, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+
+from evaluation.harness.results import SCHEMA_PATH
+from tests.conftest import FIXTURE_RELEASE, REPO, SAMPLE_CANDIDATES
+
+
+def evaluate(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "evaluation", "evaluate", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=300,
+                          env={"PATH": "/usr/bin:/bin", "COLUMNS": "200"})
+
+
+def test_it_prints_the_table_and_writes_a_schema_valid_json(tmp_path: Path) -> None:
+    out = tmp_path / "result.json"
+    proc = evaluate("--release", str(FIXTURE_RELEASE), "--operator", "gemm_fp16",
+                    "--candidate", str(SAMPLE_CANDIDATES / "gemm_fp16" / "triton_native.py"),
+                    "--shapes", "dev-*", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    for header in ("shape", "status", "max error", "time", "SOL", "attainment", "verdict"):
+        assert header in proc.stdout
+    assert proc.stdout.count("native") == 2 and "not measured" in proc.stdout
+    result = json.loads(out.read_text())
+    jsonschema.validate(result, json.loads(SCHEMA_PATH.read_text()))
+    assert [s["shape_id"] for s in result["shapes"]] == ["dev-m16-n64-k256", "dev-m48-n80-k144"]
+    assert result["hardware"] == "H200"
+    assert all(s["roofline"]["sol_s"] > 0 for s in result["shapes"])
+
+
+def test_a_failing_candidate_is_not_a_harness_error() -> None:
+    proc = evaluate("--release", str(FIXTURE_RELEASE), "--operator", "rms_norm",
+                    "--candidate", str(SAMPLE_CANDIDATES / "rms_norm" / "wrong.py"),
+                    "--shapes", "dev-t4-h256")
+    assert proc.returncode == 0
+    assert "failed (correctness)" in proc.stdout and "outside atol" in proc.stdout
+
+
+def test_an_unknown_operator_exits_2_with_the_known_ones() -> None:
+    proc = evaluate("--release", str(FIXTURE_RELEASE), "--operator", "nope",
+                    "--candidate", str(SAMPLE_CANDIDATES / "rms_norm" / "wrong.py"))
+    assert proc.returncode == 2
+    assert "no such operator" in proc.stderr and "rms_norm" in proc.stderr
+
+
+def test_an_unknown_shape_pattern_exits_2() -> None:
+    proc = evaluate("--release", str(FIXTURE_RELEASE), "--operator", "rms_norm",
+                    "--candidate", str(SAMPLE_CANDIDATES / "rms_norm" / "wrong.py"),
+                    "--shapes", "xyz*")
+    assert proc.returncode == 2 and "no shape matches 'xyz*'" in proc.stderr
+
+
+def test_a_release_that_is_not_atrex_layout_exits_2(tmp_path: Path) -> None:
+    proc = evaluate("--release", str(tmp_path), "--operator", "rms_norm",
+                    "--candidate", str(SAMPLE_CANDIDATES / "rms_norm" / "wrong.py"))
+    assert proc.returncode == 2 and "data/" in proc.stderr

@@ -1,0 +1,59 @@
+"""Every fixture operator through the real sandboxed evaluator, in CPU interpreter mode."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from evaluation.harness.results import SCHEMA_PATH, EvaluationResult
+from tests.evaluation.helpers import run_candidate, sample_source
+
+OPERATORS = ["rms_norm", "fused_add_rms_norm", "silu_and_mul", "gemm_fp16",
+             "topk_softmax_gating", "causal_attention"]
+SCHEMA = json.loads(SCHEMA_PATH.read_text())
+
+
+@pytest.mark.parametrize("operator", OPERATORS)
+def test_a_correct_triton_candidate_passes_as_native(operator: str) -> None:
+    result = run_candidate(operator, sample_source(operator, "triton_native"))
+    assert result.mode == "cpu-interpreter" and len(result.shapes) == 2
+    for shape in result.shapes:
+        assert shape.status == "passed", shape.error
+        assert shape.trials_checked == 5
+        assert shape.adoption is not None
+        assert shape.adoption["verdict"] == "native"
+        assert shape.adoption["dsl_ratio"] == 1.0
+        assert shape.adoption["dsl_kernels"]
+        assert shape.timing == {"measured": False,
+                                "reason": "not measured: no GPU (CPU interpreter mode)"}
+    jsonschema.validate(result.to_dict(), SCHEMA)
+
+
+@pytest.mark.parametrize("operator", OPERATORS)
+def test_a_pure_pytorch_candidate_is_correct_but_fallback_torch(operator: str) -> None:
+    result = run_candidate(operator, sample_source(operator, "torch_fallback"))
+    for shape in result.shapes:
+        assert shape.status == "passed", shape.error
+        assert shape.adoption is not None
+        assert shape.adoption["verdict"] == "fallback-torch"
+        assert shape.adoption["dsl_ratio"] == 0.0
+        assert shape.adoption["aten_compute_ops"]  # the torch ops it ran are named
+
+
+@pytest.mark.parametrize("operator", OPERATORS)
+def test_a_wrong_candidate_fails_correctness_with_its_max_error(operator: str) -> None:
+    result = run_candidate(operator, sample_source(operator, "wrong"))
+    for shape in result.shapes:
+        assert shape.status == "failed" and shape.failed_stage == "correctness"
+        assert shape.max_abs_error is not None and shape.max_abs_error > 1e-2
+        assert "outside atol" in (shape.error or "")
+        assert shape.adoption is None  # later stages do not run
+    jsonschema.validate(result.to_dict(), SCHEMA)
+
+
+def test_results_round_trip_through_json() -> None:
+    result = run_candidate("rms_norm", sample_source("rms_norm", "triton_native"))
+    again = EvaluationResult.from_dict(json.loads(result.to_json()))
+    assert again.to_dict() == result.to_dict()

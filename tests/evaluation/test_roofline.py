@@ -1,0 +1,78 @@
+"""Roofline arithmetic on hand-computed cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluation.harness.release import (
+    HardwareProfile,
+    ReleaseError,
+    ShapeRoofline,
+    load_release,
+    project_hardware_profiles,
+)
+from evaluation.harness.roofline import attainment, roofline_point, sol_seconds
+from tests.conftest import FIXTURE_RELEASE
+
+H200 = project_hardware_profiles()["H200"]
+
+
+def test_a_big_gemm_is_compute_bound_at_the_bf16_peak() -> None:
+    n = 8192
+    shape = ShapeRoofline(w_flops={"bf16": 2 * n**3}, q_read_bytes=2 * 2 * n * n,
+                          q_write_bytes=2 * n * n)
+    point = roofline_point(shape, H200)
+    assert point.compute_s == pytest.approx(2 * n**3 / 989e12)
+    assert point.memory_s == pytest.approx(6 * n * n / 4.8e12)
+    assert point.sol_s == point.compute_s and point.regime == "compute"
+    assert point.arithmetic_intensity == pytest.approx(2 * n**3 / (6 * n * n))
+
+
+def test_an_rmsnorm_is_memory_bound() -> None:
+    shape = ShapeRoofline(w_flops={"fp32": 4 * 4096 * 4096}, q_read_bytes=2 * 4096 * 4096 + 8192,
+                          q_write_bytes=2 * 4096 * 4096)
+    assert sol_seconds(shape, H200) == pytest.approx((4 * 4096 * 4096 + 8192) / 4.8e12)
+    assert roofline_point(shape, H200).regime == "memory"
+
+
+def test_compute_times_of_several_precisions_add_up() -> None:
+    shape = ShapeRoofline(w_flops={"fp8_e4m3": 1979 * 10**9, "bf16": 989 * 10**9},
+                          q_read_bytes=0, q_write_bytes=1)
+    # 1 ms on the fp8 path plus 1 ms on the bf16 path.
+    assert sol_seconds(shape, H200) == pytest.approx(2e-3)
+
+
+def test_a_missing_precision_path_is_an_error_not_a_default() -> None:
+    partial = HardwareProfile(name="X", arch=None, peak_flops={"bf16_tc": 1e15},
+                              hbm_bytes_per_s=1e12, launch_floor_s=0)
+    shape = ShapeRoofline(w_flops={"fp8_e4m3": 1}, q_read_bytes=1, q_write_bytes=1)
+    with pytest.raises(ReleaseError, match="p_peak.fp8_e4m3_tc"):
+        sol_seconds(shape, partial)
+
+
+def test_attainment_above_one_is_suspicious() -> None:
+    honest = attainment(sol_s=1e-6, measured_s=2e-6, launch_floor_s=2e-6)
+    assert honest.attainment == pytest.approx(0.5)
+    assert honest.attainment_with_floor == 1.0  # (1 + 2) / 2 capped
+    assert not honest.suspicious
+    impossible = attainment(sol_s=2e-6, measured_s=1e-6, launch_floor_s=0)
+    assert impossible.attainment == pytest.approx(2.0) and impossible.suspicious
+
+
+def test_the_launch_floor_lifts_tiny_shapes() -> None:
+    tiny = attainment(sol_s=10e-9, measured_s=4e-6, launch_floor_s=2e-6)
+    assert tiny.attainment == pytest.approx(0.0025)
+    assert tiny.attainment_with_floor == pytest.approx(0.5025)
+
+
+def test_fixture_sol_times_agree_with_the_roofline_function() -> None:
+    release = load_release(FIXTURE_RELEASE)
+    checked = 0
+    for op in release.operators.values():
+        assert op.roofline is not None
+        for shape_id, roofline in op.roofline.items():
+            for sku, sol_ms in roofline.sol_ms.items():
+                expected = sol_seconds(roofline, release.hardware[sku]) * 1e3
+                assert sol_ms == pytest.approx(expected, rel=1e-6), (op.name, shape_id, sku)
+                checked += 1
+    assert checked > 100

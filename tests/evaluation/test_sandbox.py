@@ -1,0 +1,121 @@
+"""A candidate that misbehaves on one shape fails that shape cleanly; the next one runs.
+
+Each candidate below is the honest Triton RMSNorm with one misbehaviour on the first dev
+shape (hidden size 256); on the second shape it is honest again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import textwrap
+
+import pytest
+
+from evaluation.harness.sandbox import planned_isolation
+from tests.conftest import FIXTURE_RELEASE
+from tests.evaluation.helpers import TEST_SETTINGS, run_candidate, sample_source
+
+HONEST = sample_source("rms_norm", "triton_native")
+BAD_SHAPE, GOOD_SHAPE = "dev-t4-h256", "dev-t3-h200"
+
+
+def misbehaving(body: str) -> str:
+    return HONEST + "\n\n_Honest = Model\n\n\nclass Model(_Honest):\n" \
+        "    def forward(self, x, weight):\n" \
+        "        if x.shape[-1] == 256:\n" + textwrap.indent(textwrap.dedent(body), " " * 12) + \
+        "        return super().forward(x, weight)\n"
+
+
+def run_both(body: str, **settings: float) -> tuple[object, object]:
+    chosen = dataclasses.replace(TEST_SETTINGS, **settings) if settings else TEST_SETTINGS
+    result = run_candidate("rms_norm", misbehaving(body), [BAD_SHAPE, GOOD_SHAPE], chosen)
+    bad, good = result.shapes
+    assert good.status == "passed", good.error  # the next shape still runs
+    assert good.adoption is not None and good.adoption["verdict"] == "native"
+    assert bad.status == "failed"
+    return bad, good
+
+
+def test_a_candidate_that_raises_fails_with_its_traceback() -> None:
+    bad, good = run_both("raise ValueError('boom from the candidate')\n")
+    assert bad.failed_stage == "compile"
+    assert "ValueError: boom from the candidate" in (bad.error or "")
+    assert "boom from the candidate" in (bad.traceback_tail or "")
+    assert good.child_restarts == 0
+
+
+def test_a_candidate_that_hangs_is_killed_at_the_timeout() -> None:
+    bad, good = run_both("while True:\n    pass\n", compile_timeout_s=15.0)
+    assert "timed out after 15 s" in (bad.error or "")
+    assert bad.seconds < 40
+    assert good.child_restarts == 1
+
+
+def test_a_candidate_that_segfaults_fails_its_shape() -> None:
+    bad, good = run_both("import ctypes\nctypes.string_at(0)\n")
+    assert "SIGSEGV" in (bad.error or "")
+    assert "Fatal Python error" in (bad.traceback_tail or "")  # faulthandler's report
+    assert good.child_restarts == 1
+
+
+def test_a_candidate_that_calls_os_exit_fails_its_shape() -> None:
+    bad, good = run_both("import os\nos._exit(3)\n")
+    assert "exited with code 3" in (bad.error or "")
+    assert good.child_restarts == 1
+
+
+def test_a_candidate_returning_its_input_fails() -> None:
+    bad, _ = run_both("return x\n")
+    assert bad.failed_stage == "correctness" or bad.failed_stage == "compile"
+    assert "input 'x'" in (bad.error or "") or "outside atol" in (bad.error or "")
+
+
+def test_a_candidate_that_mutates_an_input_fails() -> None:
+    bad, _ = run_both("out = super().forward(x, weight)\nweight.mul_(2)\nreturn out\n")
+    assert "modified its input 'weight'" in (bad.error or "")
+
+
+SNOOP = f"""
+import json, os, socket
+seen = {{}}
+for name in ("roofline.json", "metadata.json"):
+    path = {str(FIXTURE_RELEASE / "data" / "rms_norm")!r} + "/" + name
+    try:
+        seen[name] = "read %d bytes" % len(open(path).read())
+    except OSError as exc:
+        seen[name] = "denied: " + type(exc).__name__
+seen["env_secret"] = os.environ.get("ATREX_TEST_SECRET")
+seen["env_names"] = sorted(os.environ)
+try:
+    seen["parent_environ"] = "read %d bytes" % len(open("/proc/%d/environ" % os.getppid(), "rb").read())
+except OSError as exc:
+    seen["parent_environ"] = "denied: " + type(exc).__name__
+seen["uid"] = os.getuid()
+seen["cwd_files"] = sorted(os.listdir("."))
+seen["operator_files"] = sorted(os.listdir("operator"))
+try:
+    socket.create_connection(("127.0.0.1", 5432), timeout=2).close()
+    seen["network"] = "connected"
+except OSError as exc:
+    seen["network"] = "failed: " + str(exc)
+raise RuntimeError("SNOOP" + json.dumps(seen) + "SNOOP")
+"""
+
+
+def test_the_child_sees_only_public_files_and_no_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATREX_TEST_SECRET", "do-not-leak")
+    bad, _ = run_both(SNOOP)
+    seen = json.loads((bad.error or "").split("SNOOP")[1])
+    assert seen["roofline.json"].startswith("denied")
+    assert seen["metadata.json"].startswith("denied")
+    assert seen["env_secret"] is None
+    assert not any(name.startswith(("DATABASE", "CELERY", "ATREX_TEST")) for name in seen["env_names"])
+    assert seen["operator_files"] == ["input.py", "reference.py", "shapes.json"]
+    assert set(seen["cwd_files"]) <= {"candidate.py", "operator", "out", "tmp", ".triton"}
+    if planned_isolation(TEST_SETTINGS.sandbox, ()).pid_namespace:
+        assert os.geteuid() == 0
+        assert seen["uid"] == 65534
+        assert seen["network"].startswith("failed")
+        assert seen["parent_environ"].startswith("denied")

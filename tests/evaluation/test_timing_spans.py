@@ -1,0 +1,33 @@
+"""Splitting profiler device records into per-forward spans (pure; no GPU needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("triton")
+
+from evaluation.harness.timing import forward_spans  # noqa: E402
+
+MARK = "_atrex_l2_flush"
+
+
+def test_each_span_runs_from_first_kernel_start_to_last_kernel_end() -> None:
+    records = [
+        (MARK, 0, 100),
+        ("a", 110, 150), ("b", 160, 210),  # one forward, two kernels with a gap
+        (MARK, 300, 400),
+        ("a", 420, 470),
+    ]
+    spans, counts = forward_spans(records, MARK)
+    assert spans == pytest.approx([100e-9, 50e-9])
+    assert counts == [2, 1]
+
+
+def test_records_before_the_first_flush_are_ignored() -> None:
+    spans, _ = forward_spans([("warmup", 0, 10), (MARK, 20, 30), ("a", 40, 45)], MARK)
+    assert spans == pytest.approx([5e-9])
+
+
+def test_a_sample_with_no_kernel_yields_no_span() -> None:
+    spans, _ = forward_spans([(MARK, 0, 1), (MARK, 2, 3), ("a", 4, 6)], MARK)
+    assert spans == pytest.approx([2e-9])
