@@ -71,7 +71,18 @@ def target(operator: str, shape_id: str, launches: int) -> None:
         torch.cuda.nvtx.range_pop()
 
 
-def harness_time(operator: str, shape_id: str) -> tuple[float, float, str]:
+def sm_clock_mhz() -> int | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+    except Exception:  # noqa: BLE001 - the clock is a diagnostic only
+        return None
+
+
+def harness_time(operator: str, shape_id: str, flush: str) -> tuple[float, float, str, int | None]:
     model, inputs_module, kwargs = load(operator, shape_id)
     sets = [make_inputs(inputs_module, kwargs, seed, torch.device("cuda"))  # type: ignore[arg-type]
             for seed in range(4)]
@@ -80,9 +91,11 @@ def harness_time(operator: str, shape_id: str) -> tuple[float, float, str]:
         with torch.no_grad():
             return model(**inputs)
 
-    report = measure_forward(forward, sets, TimingSettings(max_seconds=2.0))  # type: ignore[arg-type]
+    settings = TimingSettings(max_seconds=2.0, flush=flush)
+    report = measure_forward(forward, sets, settings)  # type: ignore[arg-type]
+    clock = sm_clock_mhz()  # right after the sample loop: a throttled clock shows here
     assert report.median_s is not None and report.event_median_s is not None
-    return report.median_s, report.event_median_s, report.method or "-"
+    return report.median_s, report.event_median_s, report.method or "-", clock
 
 
 def ncu_times(operator: str, shape_id: str, launches: int) -> list[float]:
@@ -113,18 +126,19 @@ def main() -> int:
         target(*args.target, args.launches)
         return 0
     release = load_release(RELEASE)
-    print(f"{'operator':20} {'shape':34} {'harness us':>10} {'ncu us':>10} {'diff':>7} "
-          f"{'event us':>9} {'method':6} {'ncu n':>5}")
+    print(f"{'operator':20} {'shape':36} {'ncu us':>9} {'write us':>9} {'diff':>7} "
+          f"{'read us':>9} {'diff':>7} {'event us':>9} {'method':6} {'SM MHz':>6} {'ncu n':>5}")
     for operator, shape_id in CASES:
         shapes = [s.id for s in release.operator(operator).public.shapes
                   if not s.id.startswith("dev-")]
         for sid in ([shape_id] if shape_id else shapes[-2:]):
-            scored, event, method = harness_time(operator, sid)
-            ncu = ncu_times(operator, sid, args.launches)
-            reference = statistics.median(ncu)
-            print(f"{operator:20} {sid:34} {scored * 1e6:10.2f} {reference * 1e6:10.2f} "
-                  f"{(scored - reference) / reference * 100:+6.1f}% {event * 1e6:9.2f} "
-                  f"{method:6} {len(ncu):5}", flush=True)
+            ncu = statistics.median(ncu_times(operator, sid, args.launches))
+            write, event, method, clock = harness_time(operator, sid, "write")
+            read, _, _, _ = harness_time(operator, sid, "read")
+            print(f"{operator:20} {sid:36} {ncu * 1e6:9.2f} {write * 1e6:9.2f} "
+                  f"{(write - ncu) / ncu * 100:+6.1f}% {read * 1e6:9.2f} "
+                  f"{(read - ncu) / ncu * 100:+6.1f}% {event * 1e6:9.2f} {method:6} "
+                  f"{clock or '-':>6} {args.launches:5}", flush=True)
     return 0
 
 

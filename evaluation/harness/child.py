@@ -76,6 +76,13 @@ class ChildRuntime:
         self.outputs_dir.mkdir(exist_ok=True)
         self.fatal = False  # set when this process can no longer run CUDA work
 
+    def warm_up(self) -> None:
+        """Pay one-time start-up costs before the first shape: DSL import, CUDA context."""
+        self.adapter.prepare()
+        if self.device.type == "cuda":
+            torch.empty(1, device=self.device).fill_(1)
+            torch.cuda.synchronize()
+
     # -- plumbing ------------------------------------------------------------------------
 
     def emit(self, **event: Any) -> None:
@@ -282,5 +289,6 @@ def main() -> None:
                                  "message": f"child start failed: {exc}", "traceback": _tail()}))
         events.flush()
         raise
+    runtime.warm_up()
     runtime.emit(event="ready", device=str(runtime.device), torch=torch.__version__)
     runtime.serve(sys.stdin)

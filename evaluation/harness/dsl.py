@@ -46,6 +46,9 @@ class LaunchRecorder:
 class DslAdapter(Protocol):
     name: str
 
+    def prepare(self) -> None:
+        """Import the DSL's runtime before the first candidate needs it."""
+
     def recording(self, recorder: LaunchRecorder) -> contextlib.AbstractContextManager[None]:
         """While active, report every launch of this DSL to `recorder`."""
 
@@ -59,6 +62,9 @@ class TritonAdapter:
     """
 
     name = "triton"
+
+    def prepare(self) -> None:
+        import triton  # noqa: F401 - the import itself is the preparation
 
     @contextlib.contextmanager
     def recording(self, recorder: LaunchRecorder) -> Iterator[None]:

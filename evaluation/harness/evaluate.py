@@ -75,26 +75,26 @@ ProgressCallback = Callable[[ShapeResult, int, int], None]
 
 def evaluate(job: EvaluationJob, settings: EvaluationSettings = EvaluationSettings(),
              progress: ProgressCallback | None = None) -> EvaluationResult:
-    device = torch.device(settings.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     shapes = [s for s in job.operator.shapes if job.shape_ids is None or s.id in job.shape_ids]
     unknown = set(job.shape_ids or ()) - {s.id for s in shapes}
     if unknown:
         raise ValueError(f"unknown shapes for {job.operator.name}: {sorted(unknown)}")
     started = time.perf_counter()
-    result = EvaluationResult(
-        operator=job.operator.name, dsl=job.dsl,
-        device=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-        mode="gpu" if device.type == "cuda" else "cpu-interpreter",
-        candidate_sha256=hashlib.sha256(job.candidate_source.encode()).hexdigest(),
-        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        versions=_versions(),
-    )
+    device = torch.device(settings.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     child = ChildProcess(operator=job.operator, candidate_source=job.candidate_source,
                          device=device.type, dsl=job.dsl, masked_paths=job.masked_paths,
                          settings=settings.sandbox)
-    result.isolation = dataclasses.asdict(child.isolation)
-    trusted = _TrustedSide(job, device)
+    child.start()  # its imports and CUDA start-up overlap ours below
     try:
+        result = EvaluationResult(
+            operator=job.operator.name, dsl=job.dsl,
+            device=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+            mode="gpu" if device.type == "cuda" else "cpu-interpreter",
+            candidate_sha256=hashlib.sha256(job.candidate_source.encode()).hexdigest(),
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            versions=_versions(), isolation=dataclasses.asdict(child.isolation),
+        )
+        trusted = _TrustedSide(job, device)
         for index, shape in enumerate(shapes):
             restarts_before = child.restarts
             shape_result = _ShapeRun(job, settings, trusted, child, shape.id, device).run()

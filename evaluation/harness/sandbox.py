@@ -141,6 +141,8 @@ class ChildProcess:
         self._events_fd: int | None = None
         self._buffer = b""
         self._timeout_s = 0.0
+        self._ready = False
+        self._started_at = 0.0
         self._private = Path(tempfile.mkdtemp(prefix="atrex-parent-"))  # logs; child can't read
         self._cache_dir = self._shared_dir("atrex-triton-cache-")  # kept across restarts
         self.workdir: Path | None = None
@@ -151,13 +153,27 @@ class ChildProcess:
 
     # -- life cycle ----------------------------------------------------------------------
 
+    def start(self) -> None:
+        """Spawn now without waiting: the caller's own set-up overlaps the child's imports.
+
+        The first request waits until the child reports it is ready.
+        """
+        if self._process is None:
+            self._started_at = time.perf_counter()
+            self._spawn()
+            self._ready = False
+
     def ensure_started(self) -> None:
         if self._process is not None and self._process.poll() is None:
+            if not self._ready:
+                self._await_ready()
             return
         if self._process is not None:
             self._cleanup()
-        started = time.perf_counter()
-        self._spawn()
+        self.start()
+        self._await_ready()
+
+    def _await_ready(self) -> None:
         self._timeout_s = self.settings.start_timeout_s
         try:
             event = self._next_event(time.monotonic() + self._timeout_s)
@@ -168,7 +184,8 @@ class ChildProcess:
         if event.get("event") != "ready":
             self._cleanup()
             raise HarnessError(f"the sandboxed child did not start: {event}")
-        self.start_seconds.append(time.perf_counter() - started)
+        self._ready = True
+        self.start_seconds.append(time.perf_counter() - self._started_at)
 
     def close(self) -> None:
         if self._process is not None and self._process.poll() is None and self._process.stdin:
