@@ -24,6 +24,7 @@ sys.path.insert(0, str(REPO))
 from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, apply_roofline, evaluate  # noqa: E402
 from evaluation.harness.release import load_release  # noqa: E402
 from evaluation.harness.results import EvaluationResult  # noqa: E402
+from evaluation.harness.sandbox import SandboxSettings, WarmChildren  # noqa: E402
 
 RELEASE = REPO / "evaluation" / "releases" / "atrex-fixture"
 CANDIDATES = REPO / "evaluation" / "sample_candidates"
@@ -45,7 +46,8 @@ REPEATED = [("rms_norm", "triton_native"), ("gemm_fp16", "triton_native"),
             ("silu_and_mul", "triton_native")]
 
 
-def run_case(operator: str, candidate: str, quick: bool) -> EvaluationResult:
+def run_case(operator: str, candidate: str, quick: bool,
+             warm: WarmChildren | None = None) -> EvaluationResult:
     release = load_release(RELEASE)
     op = release.operator(operator)
     shape_ids = [s.id for s in op.public.shapes if not s.id.startswith("dev-")]
@@ -58,7 +60,7 @@ def run_case(operator: str, candidate: str, quick: bool) -> EvaluationResult:
         dsl_ratio_threshold=release.settings.dsl_ratio_threshold,
         masked_paths=(release.root,),
     )
-    result = evaluate(job, EvaluationSettings())
+    result = evaluate(job, EvaluationSettings(), warm=warm)
     assert op.roofline is not None
     return apply_roofline(result, op.roofline, release.hardware["H200"])
 
@@ -104,9 +106,13 @@ def main() -> int:
     args = parser.parse_args()
     summary = []
     per_shape_seconds: list[float] = []
+    # Children are started ahead of need, as a worker does; the warm one launches no
+    # kernel, so it must not disturb the timing of the evaluation running beside it.
+    warm = WarmChildren(device="cuda", dsl="triton", masked_paths=(RELEASE.resolve(),),
+                        settings=SandboxSettings())
     for operator, candidate, expected in CASES:
         started = time.perf_counter()
-        result = run_case(operator, candidate, args.quick)
+        result = run_case(operator, candidate, args.quick, warm)
         ok = print_result(f"{operator} / {candidate}", expected, result)
         per_shape_seconds += [s.seconds for s in result.shapes]
         summary.append((f"{operator}/{candidate}", expected, sum(ok), len(ok),
@@ -118,7 +124,7 @@ def main() -> int:
     print("\n## Repeatability: the same evaluation twice, per-shape median difference")
     spreads = []
     for operator, candidate in REPEATED:
-        first, second = (run_case(operator, candidate, args.quick) for _ in range(2))
+        first, second = (run_case(operator, candidate, args.quick, warm) for _ in range(2))
         for a, b in zip(first.shapes, second.shapes, strict=True):
             ma, mb = (a.timing or {}).get("median_s"), (b.timing or {}).get("median_s")
             if ma and mb:
@@ -127,6 +133,7 @@ def main() -> int:
                 print(f"{operator:20} {a.shape_id:34} {ma * 1e6:9.2f} {mb * 1e6:9.2f} us "
                       f"diff {diff * 100:5.2f}%")
 
+    warm.close()
     print("\n## Summary")
     for label, expected, good, total, seconds, shapes in summary:
         print(f"{label:40} expected {expected:18} {good}/{total} shapes  "

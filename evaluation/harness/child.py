@@ -68,7 +68,7 @@ class ChildRuntime:
         self.device = torch.device("cuda" if os.environ.get("ATREX_DEVICE") == "cuda" else "cpu")
         self.adapter: DslAdapter = adapter_for(os.environ.get("ATREX_DSL", "triton"))
         self.candidate_path = workdir / "candidate.py"
-        self.input_module = import_file(workdir / "operator" / "input.py", "atrex_operator_input")
+        self.input_module: ModuleType | None = None  # set by `bind`
         self.candidate: ModuleType | None = None
         self.candidate_error: StageError | None = None
         self.models: dict[str, torch.nn.Module] = {}
@@ -77,11 +77,29 @@ class ChildRuntime:
         self.fatal = False  # set when this process can no longer run CUDA work
 
     def warm_up(self) -> None:
-        """Pay one-time start-up costs before the first shape: DSL import, CUDA context."""
+        """Pay one-time start-up costs before any candidate is known.
+
+        No kernel is launched: a warm child may be started while another evaluation is
+        timing kernels on the same GPU.
+        """
         self.adapter.prepare()
         if self.device.type == "cuda":
-            torch.empty(1, device=self.device).fill_(1)
-            torch.cuda.synchronize()
+            from .timing import prepare_timing
+
+            torch.empty(1, device=self.device)  # creates the CUDA context; allocation only
+            try:
+                prepare_timing()
+            except (RuntimeError, TypeError, AttributeError) as exc:
+                # Only a head start is lost: the kernels compile at their first use.
+                print(f"timing warm-up skipped: {exc}", file=sys.stderr)
+
+    def do_bind(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Receive the operator's public files and the candidate (once per process)."""
+        if self.input_module is not None:
+            raise StageError("harness", "this child is already bound to a candidate")
+        self.input_module = import_file(self.workdir / "operator" / "input.py",
+                                        "atrex_operator_input")
+        return {}
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -128,7 +146,7 @@ class ChildRuntime:
         model = self.model_for(request)
         for index, seed in enumerate(request["trial_seeds"]):
             stage = "compile" if index == 0 else "correctness"
-            inputs = make_inputs(self.input_module, request["input_kwargs"], seed, self.device)
+            inputs = make_inputs(self._inputs(), request["input_kwargs"], seed, self.device)
             before = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
             _poison(self.device, max(2 * tensor_bytes(inputs), 1 << 20))
             started = time.perf_counter()
@@ -153,7 +171,7 @@ class ChildRuntime:
 
     def do_adoption(self, request: dict[str, Any]) -> dict[str, Any]:
         model = self.model_for(request)
-        inputs = make_inputs(self.input_module, request["input_kwargs"], request["seed"], self.device)
+        inputs = make_inputs(self._inputs(), request["input_kwargs"], request["seed"], self.device)
         launches = LaunchRecorder(own_files=frozenset({str(self.candidate_path)}))
         kernels: list[tuple[str, float]] = []
         if self.device.type == "cuda":
@@ -188,7 +206,7 @@ class ChildRuntime:
         from .timing import CudaContextCorrupted, TimingSettings, measure_forward
 
         model = self.model_for(request)
-        sets = [make_inputs(self.input_module, request["input_kwargs"], seed, self.device)
+        sets = [make_inputs(self._inputs(), request["input_kwargs"], seed, self.device)
                 for seed in request["seeds"]]
         settings = TimingSettings(**request["settings"])
 
@@ -204,6 +222,11 @@ class ChildRuntime:
         return {"timing": report.to_dict()}
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _inputs(self) -> ModuleType:
+        if self.input_module is None:
+            raise StageError("harness", "no operator bound to this child")
+        return self.input_module
 
     def _candidate_module(self) -> ModuleType:
         if self.candidate is None and self.candidate_error is None:
@@ -289,6 +312,8 @@ def main() -> None:
                                  "message": f"child start failed: {exc}", "traceback": _tail()}))
         events.flush()
         raise
+    started = time.perf_counter()
     runtime.warm_up()
-    runtime.emit(event="ready", device=str(runtime.device), torch=torch.__version__)
+    runtime.emit(event="ready", device=str(runtime.device), torch=torch.__version__,
+                 warm_up_seconds=time.perf_counter() - started)
     runtime.serve(sys.stdin)

@@ -40,6 +40,7 @@ from .sandbox import (
     ChildProcess,
     ChildTimeout,
     SandboxSettings,
+    WarmChildren,
     describe_exit,
 )
 from .timing import TimingSettings
@@ -74,17 +75,25 @@ ProgressCallback = Callable[[ShapeResult, int, int], None]
 
 
 def evaluate(job: EvaluationJob, settings: EvaluationSettings = EvaluationSettings(),
-             progress: ProgressCallback | None = None) -> EvaluationResult:
+             progress: ProgressCallback | None = None,
+             warm: WarmChildren | None = None) -> EvaluationResult:
+    """Evaluate one candidate on the job's shapes. `warm` supplies pre-started children."""
     shapes = [s for s in job.operator.shapes if job.shape_ids is None or s.id in job.shape_ids]
     unknown = set(job.shape_ids or ()) - {s.id for s in shapes}
     if unknown:
         raise ValueError(f"unknown shapes for {job.operator.name}: {sorted(unknown)}")
     started = time.perf_counter()
     device = torch.device(settings.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    child = ChildProcess(operator=job.operator, candidate_source=job.candidate_source,
-                         device=device.type, dsl=job.dsl, masked_paths=job.masked_paths,
-                         settings=settings.sandbox)
-    child.start()  # its imports and CUDA start-up overlap ours below
+    if warm is not None:
+        if (warm.device, warm.dsl, warm.masked_paths) != (device.type, job.dsl,
+                                                          tuple(job.masked_paths)):
+            raise ValueError("the warm children were made for another device, DSL or mask")
+        child = warm.take()
+    else:
+        child = ChildProcess(device=device.type, dsl=job.dsl, masked_paths=job.masked_paths,
+                             settings=settings.sandbox)
+        child.start()  # its imports and CUDA start-up overlap ours below
+    child.bind(job.operator, job.candidate_source)
     try:
         result = EvaluationResult(
             operator=job.operator.name, dsl=job.dsl,

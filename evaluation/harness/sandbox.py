@@ -126,12 +126,17 @@ def planned_isolation(settings: SandboxSettings, masked: Sequence[Path]) -> Isol
 
 
 class ChildProcess:
-    """One sandboxed child. Restarted lazily after a crash or a timeout."""
+    """One sandboxed child, started generic (warm) and then bound to one candidate.
 
-    def __init__(self, *, operator: PublicOperator, candidate_source: str, device: str, dsl: str,
-                 masked_paths: Sequence[Path], settings: SandboxSettings) -> None:
-        self.operator = operator
-        self.candidate_source = candidate_source
+    A bound child never gets another candidate: code that ran in it could have left
+    anything behind. After a crash or a timeout it is restarted lazily and bound again.
+    """
+
+    def __init__(self, *, device: str, dsl: str, masked_paths: Sequence[Path],
+                 settings: SandboxSettings) -> None:
+        self.operator: PublicOperator | None = None
+        self.candidate_source = ""
+        self._bound = False
         self.device = device
         self.dsl = dsl
         self.settings = settings
@@ -163,15 +168,38 @@ class ChildProcess:
             self._spawn()
             self._ready = False
 
+    def bind(self, operator: PublicOperator, candidate_source: str) -> None:
+        """Give this child its operator and candidate; sent when the first request comes."""
+        if self.operator is not None:
+            raise HarnessError("a child process is bound to one candidate only")
+        self.operator = operator
+        self.candidate_source = candidate_source
+
     def ensure_started(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            if not self._ready:
-                self._await_ready()
-            return
-        if self._process is not None:
-            self._cleanup()
-        self.start()
-        self._await_ready()
+        if self._process is None or self._process.poll() is not None:
+            if self._process is not None:
+                self._cleanup()
+            self.start()
+        if not self._ready:
+            self._await_ready()
+        if not self._bound:
+            self._send_bind()
+
+    def _send_bind(self) -> None:
+        if self.operator is None or self.workdir is None:
+            raise HarnessError("bind() a candidate before sending requests")
+        operator_dir = self.workdir / "operator"
+        operator_dir.mkdir()
+        for name in PUBLIC_FILES:
+            shutil.copyfile(self.operator.directory / name, operator_dir / name)
+        (self.workdir / "candidate.py").write_text(self.candidate_source, encoding="utf-8")
+        self._chown_tree(self.workdir)
+        self._bound = True
+        try:
+            self._exchange({"cmd": "bind"}, self.settings.start_timeout_s)
+        except CandidateError as exc:
+            raise HarnessError(f"binding the candidate failed: {exc.message}\n{exc.traceback}") \
+                from exc
 
     def _await_ready(self) -> None:
         self._timeout_s = self.settings.start_timeout_s
@@ -208,6 +236,10 @@ class ChildProcess:
                 on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         """Send one command; return its `done` event; raise on error, death or timeout."""
         self.ensure_started()
+        return self._exchange(command, timeout_s, on_event)
+
+    def _exchange(self, command: Mapping[str, Any], timeout_s: float,
+                  on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         assert self._process is not None and self._process.stdin is not None
         try:
             self._process.stdin.write((json.dumps(command) + "\n").encode())
@@ -244,11 +276,6 @@ class ChildProcess:
 
     def _spawn(self) -> None:
         self.workdir = self._shared_dir("atrex-child-")
-        operator_dir = self.workdir / "operator"
-        operator_dir.mkdir()
-        for name in PUBLIC_FILES:
-            shutil.copyfile(self.operator.directory / name, operator_dir / name)
-        (self.workdir / "candidate.py").write_text(self.candidate_source, encoding="utf-8")
         (self.workdir / "tmp").mkdir()
         self._chown_tree(self.workdir)
         read_fd, write_fd = os.pipe()
@@ -367,9 +394,44 @@ class ChildProcess:
         if self._events_fd is not None:
             os.close(self._events_fd)
             self._events_fd = None
+        self._ready = False
+        self._bound = False
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
         # Fresh logs for the next child, so a tail names this child's last words only.
         for name in ("stdout.log", "stderr.log"):
             (self._private / name).unlink(missing_ok=True)
+
+
+class WarmChildren:
+    """Keeps one started, unbound child ahead of need, as a GPU worker running jobs back to
+    back would: the next evaluation skips the child's imports and CUDA/profiler start-up.
+
+    The warm child launches no kernel while it waits (child.warm_up), so it does not
+    disturb the timing of the evaluation running beside it.
+    """
+
+    def __init__(self, *, device: str, dsl: str, masked_paths: Sequence[Path],
+                 settings: SandboxSettings) -> None:
+        self.device = device
+        self.dsl = dsl
+        self.masked_paths = tuple(masked_paths)
+        self.settings = settings
+        self._next: ChildProcess | None = None
+
+    def take(self) -> ChildProcess:
+        child = self._next or self._new()
+        self._next = self._new()
+        return child
+
+    def close(self) -> None:
+        if self._next is not None:
+            self._next.close()
+            self._next = None
+
+    def _new(self) -> ChildProcess:
+        child = ChildProcess(device=self.device, dsl=self.dsl, masked_paths=self.masked_paths,
+                             settings=self.settings)
+        child.start()
+        return child

@@ -48,12 +48,13 @@ def _atrex_l2_flush_read(ptr, sums, n, BLOCK: tl.constexpr):  # type: ignore[no-
 class TimingSettings:
     max_seconds: float = 1.0
     target_rse: float = 0.01
-    min_samples: int = 10
+    min_samples: int = 20
     max_samples: int = 2000
     allow_graph: bool = True
-    # "write" leaves L2 full of dirty lines the candidate must write back; "read" leaves it
-    # full of clean lines, closer to ncu's --cache-control all (benchmarks/ncu_compare.py).
-    flush: str = "write"
+    # "read" leaves L2 full of clean lines, as ncu's --cache-control all does; "write"
+    # leaves dirty lines the candidate must write back first: on an H200 that added 3-4 us
+    # to every memory-bound kernel (benchmarks/ncu_compare.py, docs/evaluator.md).
+    flush: str = "read"
 
 
 @dataclass
@@ -80,6 +81,16 @@ class TimingReport:
 
 class CudaContextCorrupted(RuntimeError):
     """A failed capture or a sticky error left this process's CUDA context unusable."""
+
+
+def prepare_timing() -> None:
+    """Compile the flush kernels and start the profiler once, without launching a kernel."""
+    dummy = torch.empty(_L2Flusher.BLOCK, dtype=torch.int32, device="cuda")
+    _atrex_l2_flush.warmup(dummy, dummy.numel(), 1, BLOCK=_L2Flusher.BLOCK, grid=(1,))
+    _atrex_l2_flush_read.warmup(dummy, dummy, dummy.numel(), BLOCK=_L2Flusher.BLOCK, grid=(1,))
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities):
+        pass
 
 
 def not_measured(reason: str) -> TimingReport:
@@ -110,9 +121,13 @@ def measure_forward(
     device_times: list[float] = []
     event_times: list[float] = []
     kernel_counts: list[int] = []
+    # Batches start small and double: a long compute-bound kernel reaches the target
+    # error in a few dozen samples, and fewer back-to-back samples keep the GPU out of
+    # its power limit (seen on an H200: SM clock 1980 -> ~1300 MHz under sustained GEMMs).
+    batch = settings.min_samples
     while True:
         remaining = settings.max_seconds - (time.perf_counter() - started)
-        batch = int(min(max(remaining * 0.5 / per_sample_s, settings.min_samples), 200,
+        batch = int(min(batch, max(remaining / per_sample_s, 1),
                         settings.max_samples - len(device_times)))
         if batch <= 0:
             break
@@ -124,6 +139,7 @@ def measure_forward(
         out_of_time = time.perf_counter() - started >= settings.max_seconds
         if len(device_times) >= settings.min_samples and (rse < settings.target_rse or out_of_time):
             break
+        batch *= 2
     if not device_times:
         return TimingReport(measured=False, reason="no kernel records captured", method=method)
     quantiles = statistics.quantiles(device_times, n=10, method="inclusive") \

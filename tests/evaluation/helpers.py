@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, evaluate
 from evaluation.harness.release import load_release
 from evaluation.harness.results import EvaluationResult
+from evaluation.harness.sandbox import WarmChildren
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 
 # Short timeouts: the dev shapes run in well under a second in the interpreter.
@@ -23,7 +24,8 @@ def sample_source(operator: str, candidate: str) -> str:
 
 
 def run_candidate(operator: str, source: str, shape_ids: Sequence[str] | None = None,
-                  settings: EvaluationSettings = TEST_SETTINGS) -> EvaluationResult:
+                  settings: EvaluationSettings = TEST_SETTINGS,
+                  warm: WarmChildren | None = None) -> EvaluationResult:
     release = load_release(FIXTURE_RELEASE)
     op = release.operator(operator)
     job = EvaluationJob(
@@ -31,4 +33,4 @@ def run_candidate(operator: str, source: str, shape_ids: Sequence[str] | None = 
         shape_ids=list(shape_ids) if shape_ids is not None else dev_shapes(operator),
         masked_paths=(release.root,),
     )
-    return evaluate(job, settings)
+    return evaluate(job, settings, warm=warm)

@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from evaluation.harness.sandbox import planned_isolation
+from evaluation.harness.sandbox import WarmChildren, planned_isolation
 from tests.conftest import FIXTURE_RELEASE
 from tests.evaluation.helpers import TEST_SETTINGS, run_candidate, sample_source
 
@@ -119,3 +119,38 @@ def test_the_child_sees_only_public_files_and_no_secrets(monkeypatch: pytest.Mon
         assert seen["uid"] == 65534
         assert seen["network"].startswith("failed")
         assert seen["parent_environ"].startswith("denied")
+
+
+def test_warm_children_give_each_evaluation_a_fresh_process() -> None:
+    warm = WarmChildren(device="cpu", dsl="triton", masked_paths=(FIXTURE_RELEASE,),
+                        settings=TEST_SETTINGS.sandbox)
+    try:
+        first = run_candidate("rms_norm", HONEST, [GOOD_SHAPE], warm=warm)
+        # A candidate that would find the first one's module if the process were reused.
+        probe = HONEST + textwrap.dedent("""
+            import sys
+            if "atrex_operator_input" in sys.modules and len(
+                    [m for m in sys.modules if m == "candidate"]) != 1:
+                raise RuntimeError("reused process")
+            """)
+        second = run_candidate("rms_norm", probe, [GOOD_SHAPE], warm=warm)
+        third = run_candidate("rms_norm", sample_source("rms_norm", "torch_fallback"),
+                              [GOOD_SHAPE], warm=warm)
+    finally:
+        warm.close()
+    assert first.shapes[0].verdict == "native"
+    assert second.shapes[0].status == "passed", second.shapes[0].error
+    assert third.shapes[0].verdict == "fallback-torch"
+
+
+def test_a_child_is_bound_to_one_candidate_only() -> None:
+    from evaluation.harness.release import load_release
+    from evaluation.harness.sandbox import ChildProcess, HarnessError
+
+    operator = load_release(FIXTURE_RELEASE).operator("rms_norm").public
+    child = ChildProcess(device="cpu", dsl="triton", masked_paths=(),
+                         settings=TEST_SETTINGS.sandbox)
+    child.bind(operator, HONEST)
+    with pytest.raises(HarnessError, match="one candidate only"):
+        child.bind(operator, "class Model: pass")
+    child.close()
