@@ -10,6 +10,7 @@ Usage (on the GPU host): python benchmarks/evaluator_speed.py
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,9 @@ CANDIDATES = REPO / "evaluation" / "sample_candidates"
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--modes", default="warm,cold")
+    args = parser.parse_args()
     release = load_release(RELEASE)
     settings = EvaluationSettings()
     jobs = []
@@ -34,38 +38,32 @@ def main() -> int:
         jobs.append(EvaluationJob(
             operator=op.public, candidate_source=(CANDIDATES / name / "triton_native.py").read_text(),
             tolerance=op.tolerance, shape_ids=shapes, masked_paths=(release.root,)))
-    rows: dict[str, dict[str, tuple[int, float, float]]] = {}
-    for mode in ("cold", "warm"):
+    print(f"{'mode':5} {'operator':22} {'shapes':>6} {'seconds':>8} {'s/shape':>7} "
+          f"{'child start s':>13} {'slowest stage':>24}", flush=True)
+    for mode in args.modes.split(","):
         warm = WarmChildren(device="cuda", dsl="triton", masked_paths=(release.root,),
                             settings=settings.sandbox) if mode == "warm" else None
         if warm is not None:
             warm.take().close()  # start the pool; give the first child the usual head start
             time.sleep(10)
+        total, shapes = 0.0, 0
         try:
             for job in jobs:
                 started = time.perf_counter()
                 result = evaluate(job, settings, warm=warm)
                 seconds = time.perf_counter() - started
                 assert all(s.status == "passed" for s in result.shapes), result.to_json()
-                rows.setdefault(job.operator.name, {})[mode] = (
-                    len(result.shapes), seconds, sum(result.child_start_seconds))
+                slowest = max(((stage, t, s.shape_id) for s in result.shapes
+                               for stage, t in s.stage_seconds.items()), key=lambda x: x[1])
+                total += seconds
+                shapes += len(result.shapes)
+                print(f"{mode:5} {job.operator.name:22} {len(result.shapes):6} {seconds:8.2f} "
+                      f"{seconds / len(result.shapes):7.2f} {sum(result.child_start_seconds):13.2f} "
+                      f"{slowest[0]:>12} {slowest[1]:5.2f} s", flush=True)
         finally:
             if warm is not None:
                 warm.close()
-    print(f"{'operator':22} {'shapes':>6} {'cold s':>7} {'s/shape':>7} {'warm s':>7} "
-          f"{'s/shape':>7} {'child start cold':>16}")
-    totals = {"cold": 0.0, "warm": 0.0}
-    shapes_total = 0
-    for name, modes in rows.items():
-        n, cold, start = modes["cold"]
-        _, warm_s, _ = modes["warm"]
-        totals["cold"] += cold
-        totals["warm"] += warm_s
-        shapes_total += n
-        print(f"{name:22} {n:6} {cold:7.2f} {cold / n:7.2f} {warm_s:7.2f} {warm_s / n:7.2f} "
-              f"{start:16.2f}")
-    print(f"{'all':22} {shapes_total:6} {totals['cold']:7.2f} {totals['cold'] / shapes_total:7.2f} "
-          f"{totals['warm']:7.2f} {totals['warm'] / shapes_total:7.2f}")
+        print(f"{mode:5} {'all':22} {shapes:6} {total:8.2f} {total / shapes:7.2f}", flush=True)
     return 0
 
 
