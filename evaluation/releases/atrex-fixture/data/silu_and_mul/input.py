@@ -1,0 +1,6 @@
+import torch
+
+
+def _make_inputs(num_tokens: int, d: int) -> dict[str, torch.Tensor]:
+    # The gate_up projection's output: gate in x[:, :d], up in x[:, d:].
+    return {"x": torch.randn(num_tokens, 2 * d, dtype=torch.bfloat16)}
