@@ -123,3 +123,17 @@ def test_an_unknown_operator_lists_the_known_ones() -> None:
     release = load_release(FIXTURE_RELEASE)
     with pytest.raises(ReleaseError, match="no such operator.*rms_norm"):
         release.operator("nope")
+
+
+def test_the_fixture_roofline_files_are_what_the_derivation_script_writes(
+        release_copy: Path) -> None:
+    import subprocess
+    import sys
+
+    script = FIXTURE_RELEASE.parent / "make_fixture_roofline.py"
+    subprocess.run([sys.executable, str(script), str(release_copy)], check=True,
+                   capture_output=True, timeout=120)
+    for op in (FIXTURE_RELEASE / "data").iterdir():
+        if op.is_dir():
+            committed = (op / "roofline.json").read_text()
+            assert (release_copy / "data" / op.name / "roofline.json").read_text() == committed
