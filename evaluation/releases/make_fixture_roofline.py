@@ -41,16 +41,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-DTYPE_TO_PEAK_PATH: Mapping[str, str] = {
-    "bf16": "bf16_tc",
-    "fp16": "fp16_tc",
-    "fp8_e4m3": "fp8_e4m3_tc",
-    "fp8_e5m2": "fp8_e5m2_tc",
-    "fp32_tf32": "fp32_tf32_tc",
-    "fp32": "fp32_strict",
-}
+from evaluation.harness.release import (  # noqa: E402
+    HardwareProfile,
+    ShapeRoofline,
+    load_hardware_dir,
+)
+from evaluation.harness.roofline import sol_seconds  # noqa: E402
+
 BF16 = FP16 = 2
 FP32 = INT32 = 4
 DEFAULT_RELEASE = Path(__file__).resolve().parent / "atrex-fixture"
@@ -61,12 +60,6 @@ class Work:
     flops: dict[str, int]  # W dtype key -> FLOPs
     read_bytes: int
     write_bytes: int
-
-
-@dataclass(frozen=True)
-class Peaks:
-    flops: Mapping[str, float]  # precision path -> FLOP/s
-    hbm_bytes_per_s: float
 
 
 Kwargs = Mapping[str, Any]
@@ -122,29 +115,15 @@ WORK_MODELS: Mapping[str, Callable[[Kwargs, Kwargs], Work]] = {
 }
 
 
-def load_peaks(hardware_dir: Path) -> dict[str, Peaks]:
-    peaks = {}
-    for path in sorted(hardware_dir.glob("*.yaml")):
-        doc = yaml.safe_load(path.read_text())
-        peaks[doc["hardware"]["name"]] = Peaks(
-            flops={k: float(v) for k, v in doc["p_peak"].items()},
-            hbm_bytes_per_s=float(doc["b_peak"]["hbm"]),
-        )
-    if not peaks:
-        raise SystemExit(f"no hardware profiles in {hardware_dir}")
-    return peaks
-
-
-def sol_ms(work: Work, peaks: Peaks) -> float:
-    # A W dtype whose path the profile lacks is an error, never a silent default.
-    compute_s = sum(flops / peaks.flops[DTYPE_TO_PEAK_PATH[dtype]]
-                    for dtype, flops in work.flops.items())
-    memory_s = (work.read_bytes + work.write_bytes) / peaks.hbm_bytes_per_s
-    return max(compute_s, memory_s) * 1e3
+def sol_ms(work: Work, hardware: HardwareProfile) -> float:
+    """The harness's own roofline arithmetic, so the file and the evaluator agree."""
+    shape = ShapeRoofline(w_flops=work.flops, q_read_bytes=work.read_bytes,
+                          q_write_bytes=work.write_bytes)
+    return sol_seconds(shape, hardware) * 1e3
 
 
 def operator_roofline(shapes: Mapping[str, Any], model: Callable[[Kwargs, Kwargs], Work],
-                      peaks: Mapping[str, Peaks]) -> dict[str, Any]:
+                      peaks: Mapping[str, HardwareProfile]) -> dict[str, Any]:
     result = {}
     for shape_id, spec in shapes.items():
         work = model(spec.get("init_kwargs") or {}, spec["input_kwargs"])
@@ -158,7 +137,9 @@ def operator_roofline(shapes: Mapping[str, Any], model: Callable[[Kwargs, Kwargs
 
 
 def write_release_rooflines(release: Path) -> list[Path]:
-    peaks = load_peaks(release / "configs" / "hardware")
+    peaks = load_hardware_dir(release / "configs" / "hardware")
+    if not peaks:
+        raise SystemExit(f"no hardware profiles in {release / 'configs' / 'hardware'}")
     written = []
     for op_dir in sorted(p for p in (release / "data").iterdir() if p.is_dir()):
         model = WORK_MODELS.get(op_dir.name)
