@@ -68,8 +68,13 @@ def test_a_candidate_that_calls_os_exit_fails_its_shape() -> None:
 
 def test_a_candidate_returning_its_input_fails() -> None:
     bad, _ = run_both("return x\n")
-    assert bad.failed_stage == "correctness" or bad.failed_stage == "compile"
-    assert "input 'x'" in (bad.error or "") or "outside atol" in (bad.error or "")
+    assert bad.failed_stage == "correctness" and "outside atol" in (bad.error or "")
+
+
+def test_a_candidate_writing_its_result_into_an_input_fails() -> None:
+    bad, _ = run_both("x.copy_(super().forward(x, weight))\nreturn x\n")
+    assert bad.failed_stage == "correctness"
+    assert "modified its input 'x'" in (bad.error or "")
 
 
 def test_a_candidate_that_mutates_an_input_fails() -> None:
