@@ -57,3 +57,23 @@ def test_results_round_trip_through_json() -> None:
     result = run_candidate("rms_norm", sample_source("rms_norm", "triton_native"))
     again = EvaluationResult.from_dict(json.loads(result.to_json()))
     assert again.to_dict() == result.to_dict()
+
+
+def test_kernelbench_modelnew_is_accepted_as_the_candidate_class() -> None:
+    source = sample_source("silu_and_mul", "triton_native").replace("class Model(", "class ModelNew(")
+    assert "class ModelNew(" in source
+    result = run_candidate("silu_and_mul", source)
+    assert [s.verdict for s in result.shapes] == ["native", "native"]
+
+
+def test_a_candidate_without_a_model_class_fails_to_compile_with_a_clear_message() -> None:
+    result = run_candidate("silu_and_mul", "import torch\n\nclass Kernel(torch.nn.Module):\n    pass\n")
+    for shape in result.shapes:
+        assert shape.failed_stage == "compile"
+        assert "no torch.nn.Module subclass named Model or ModelNew" in (shape.error or "")
+
+
+def test_a_candidate_with_a_syntax_error_fails_every_shape_at_compile() -> None:
+    result = run_candidate("rms_norm", "def broken(:\n")
+    assert [s.failed_stage for s in result.shapes] == ["compile", "compile"]
+    assert all("SyntaxError" in (s.error or "") for s in result.shapes)
