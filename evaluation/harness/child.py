@@ -75,6 +75,7 @@ class ChildRuntime:
         self.outputs_dir = workdir / "out"
         self.outputs_dir.mkdir(exist_ok=True)
         self.fatal = False  # set when this process can no longer run CUDA work
+        self.request_id: int | None = None  # echoed in every event: the parent resyncs on it
 
     def warm_up(self) -> None:
         """Pay one-time start-up costs before any candidate is known.
@@ -104,13 +105,14 @@ class ChildRuntime:
     # -- plumbing ------------------------------------------------------------------------
 
     def emit(self, **event: Any) -> None:
-        self.events.write(json.dumps(event) + "\n")
+        self.events.write(json.dumps({**event, "req": self.request_id}) + "\n")
         self.events.flush()
 
     def serve(self, commands: TextIO) -> None:
         for line in commands:
             request = json.loads(line)
             command = request.pop("cmd")
+            self.request_id = request.pop("req", None)
             if command == "exit":
                 return
             handler = getattr(self, f"do_{command}")

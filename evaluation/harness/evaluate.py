@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import pickle
 import platform
 import secrets
 import time
@@ -39,6 +40,7 @@ from .sandbox import (
     ChildDied,
     ChildProcess,
     ChildTimeout,
+    HarnessError,
     SandboxSettings,
     WarmChildren,
     describe_exit,
@@ -208,7 +210,10 @@ class _ShapeRun:
         def check_trial(event: dict[str, Any]) -> None:
             if event.get("event") != "trial":
                 return
-            index = int(event["index"])
+            index = event.get("index")
+            if not isinstance(index, int) or not 0 <= index < len(seeds) or index != len(worst):
+                raise CandidateError("correctness", f"the result channel reported trial {index!r} "
+                                                    f"out of order")
             if index == 0:
                 self.result.stage_reached = "compile"
                 self.stage = "correctness"
@@ -237,16 +242,16 @@ class _ShapeRun:
         return True
 
     def _check_trial(self, reference: torch.nn.Module, seed: int, event: dict[str, Any]) -> Comparison:
-        assert self.child.workdir is not None
-        payload = torch.load(self.child.workdir / event["file"], map_location=self.device,
-                             weights_only=True)  # weights_only: the file came from untrusted code
+        payload = self._load_trial(event)
+        if isinstance(payload, str):
+            return Comparison(False, float("inf"), float("inf"), None, payload)
         inputs = make_inputs(self.trusted.inputs, self.spec.input_kwargs, seed, self.device)
         originals = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
         with torch.no_grad():
             expected = as_output_dict(reference(**inputs))
         if expected is None:
-            raise CandidateError("harness", "the reference returned neither a tensor nor a dict "
-                                            "of tensors: the release is broken")
+            raise HarnessError("the reference returned neither a tensor nor a dict of tensors: "
+                               "the release is broken")
         tol = self.job.tolerance
         comparison = compare_outputs(payload["outputs"], expected, tol.atol, tol.rtol)
         if not comparison.passed:
@@ -256,6 +261,25 @@ class _ShapeRun:
             return Comparison(False, comparison.max_abs_error, comparison.max_rel_error,
                               comparison.worst_output, problem)
         return comparison
+
+    def _load_trial(self, event: Mapping[str, Any]) -> dict[str, dict[str, torch.Tensor]] | str:
+        """The child's output file, checked as untrusted input; a string says what is wrong."""
+        assert self.child.workdir is not None
+        outputs_dir = (self.child.workdir / "out").resolve()
+        path = (self.child.workdir / str(event.get("file"))).resolve()
+        if not path.is_relative_to(outputs_dir) or not path.is_file():
+            return "the result channel named an output file outside the sandbox's output folder"
+        try:
+            # weights_only: the file came from untrusted code and must not run any in here.
+            payload = torch.load(path, map_location=self.device, weights_only=True)
+        except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as exc:
+            return f"the output file could not be read: {type(exc).__name__}"
+        outputs = as_output_dict(payload.get("outputs")) if isinstance(payload, dict) else None
+        modified = payload.get("modified_inputs") if isinstance(payload, dict) else None
+        if outputs is None or not isinstance(modified, dict) or not all(
+                isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in modified.items()):
+            return "the output file does not hold the outputs in the expected structure"
+        return {"outputs": outputs, "modified_inputs": modified}
 
     def _input_and_alias_problem(self, payload: Mapping[str, Any], inputs: Mapping[str, Any],
                                  originals: Mapping[str, torch.Tensor],
@@ -273,7 +297,10 @@ class _ShapeRun:
                 if not check.passed:
                     return f"input '{name}' is not updated in place as the reference does: " \
                            f"{check.reason}"
-        for output, input_name in (event.get("aliases") or {}).items():
+        aliases = event.get("aliases") or {}
+        if not isinstance(aliases, dict):
+            return "the result channel sent a malformed alias report"
+        for output, input_name in aliases.items():
             ref_input = inputs.get(input_name)
             if not (isinstance(ref_input, torch.Tensor) and output in expected
                     and _shares_storage(expected[output], ref_input)):
@@ -284,15 +311,19 @@ class _ShapeRun:
         self.stage = "adoption"
         done = self.child.request({"cmd": "adoption", **self.base, "seed": secrets.randbits(63)},
                                   self.settings.call_timeout_s)
-        evidence = adoption_mod.AdoptionEvidence(
-            dsl_kernel_names=frozenset(done["dsl_kernel_names"]),
-            foreign_dsl_launches=tuple(done["foreign_dsl_launches"]),
-            kernels=tuple(adoption_mod.KernelRecord(n, t) for n, t in done["kernels"]),
-            aten_ops=done["aten_ops"],
-            dsl_launch_count=int(done["dsl_launch_count"]),
-            compiled_frames=int(done["compiled_frames"]),
-            device_timed=bool(done["device_timed"]),
-        )
+        try:
+            evidence = adoption_mod.AdoptionEvidence(
+                dsl_kernel_names=frozenset(str(n) for n in done["dsl_kernel_names"]),
+                foreign_dsl_launches=tuple(str(n) for n in done["foreign_dsl_launches"]),
+                kernels=tuple(adoption_mod.KernelRecord(str(n), float(t)) for n, t in done["kernels"]),
+                aten_ops={str(k): int(v) for k, v in dict(done["aten_ops"]).items()},
+                dsl_launch_count=int(done["dsl_launch_count"]),
+                compiled_frames=int(done["compiled_frames"]),
+                device_timed=bool(done["device_timed"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CandidateError("adoption", "the result channel sent a malformed adoption "
+                                             f"report ({type(exc).__name__})") from exc
         report = adoption_mod.adoption_report(evidence, self.job.dsl_ratio_threshold)
         self.result.adoption = dataclasses.asdict(report)
         self.result.stage_reached = "adoption"
@@ -321,8 +352,22 @@ class _ShapeRun:
             eager = dataclasses.replace(self.settings.timing, allow_graph=False)
             request["settings"] = dataclasses.asdict(eager)
             done = self.child.request(request, timeout)
-        self.result.timing = done["timing"]
+        self.result.timing = _checked_timing(done.get("timing"))
         self.result.stage_reached = "performance"
+
+
+def _checked_timing(timing: object) -> dict[str, Any]:
+    """The child's timing report is untrusted: numbers must be numbers before they are used."""
+    numeric = ("median_s", "p10_s", "p90_s", "mean_s", "rse", "event_median_s",
+               "kernels_per_forward", "seconds_spent")
+    if not isinstance(timing, dict) or not isinstance(timing.get("measured"), bool) or any(
+            not isinstance(timing.get(k), int | float | None) or isinstance(timing.get(k), bool)
+            for k in numeric):
+        raise CandidateError("performance", "the result channel sent a malformed timing report")
+    if timing["measured"] and not (isinstance(timing.get("median_s"), int | float)
+                                   and timing["median_s"] > 0):
+        raise CandidateError("performance", "the timing report has no positive median")
+    return timing
 
 
 def _shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -78,6 +78,10 @@ class CandidateError(Exception):
         self.traceback = traceback
 
 
+class ChannelCorrupted(CandidateError):
+    """The child's event stream broke the protocol; the child is killed to resynchronise."""
+
+
 class ChildDied(Exception):
     def __init__(self, returncode: int | None, stderr_tail: str) -> None:
         self.returncode = returncode
@@ -161,6 +165,7 @@ class ChildProcess:
         self._events_fd: int | None = None
         self._buffer = b""
         self._timeout_s = 0.0
+        self._request_id = 0
         self._ready = False
         self._started_at = 0.0
         self._private = Path(tempfile.mkdtemp(prefix="atrex-parent-"))  # logs; child can't read
@@ -256,8 +261,10 @@ class ChildProcess:
     def _exchange(self, command: Mapping[str, Any], timeout_s: float,
                   on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         assert self._process is not None and self._process.stdin is not None
+        self._request_id += 1
+        request_id = self._request_id
         try:
-            self._process.stdin.write((json.dumps(command) + "\n").encode())
+            self._process.stdin.write((json.dumps({**command, "req": request_id}) + "\n").encode())
             self._process.stdin.flush()
         except (BrokenPipeError, OSError):
             raise self._died() from None
@@ -269,6 +276,10 @@ class ChildProcess:
             except (ChildDied, ChildTimeout):
                 self._cleanup()
                 raise
+            if event.get("req") != request_id:
+                self._cleanup()
+                raise ChannelCorrupted(str(command.get("cmd")), "the result channel carried an "
+                                       "event that belongs to no request (forged or garbled)")
             kind = event.get("event")
             if kind == "done":
                 return event
@@ -276,7 +287,12 @@ class ChildProcess:
                 raise CandidateError(str(event.get("stage")), str(event.get("message")),
                                      str(event.get("traceback", "")))
             if on_event is not None:
-                on_event(event)
+                try:
+                    on_event(event)
+                except BaseException:
+                    # The child is still working on this request: only a new one is in sync.
+                    self._cleanup()
+                    raise
 
     def stderr_tail(self) -> str:
         path = self._private / "stderr.log"
@@ -379,9 +395,8 @@ class ChildProcess:
         line, self._buffer = self._buffer.split(b"\n", 1)
         try:
             event = json.loads(line)
-        except json.JSONDecodeError:
-            return {"event": "error", "stage": "harness",
-                    "message": "the candidate's process wrote garbage on the result channel"}
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            event = None
         return event if isinstance(event, dict) else {"event": "garbage"}
 
     def _died(self) -> ChildDied:

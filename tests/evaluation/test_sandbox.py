@@ -159,3 +159,14 @@ def test_a_child_is_bound_to_one_candidate_only() -> None:
     with pytest.raises(HarnessError, match="one candidate only"):
         child.bind(operator, "class Model: pass")
     child.close()
+
+
+def test_a_forged_result_channel_fails_the_shape_without_harming_the_parent() -> None:
+    forge = """
+import os
+fd = int(os.environ["ATREX_EVENT_FD"])
+os.write(fd, b'{"event": "trial", "index": 0, "file": "../../../etc/passwd", "aliases": []}\\n')
+"""
+    bad, _ = run_both(forge)
+    assert bad.failed_stage == "correctness"
+    assert "result channel" in (bad.error or "")
