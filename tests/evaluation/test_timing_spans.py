@@ -31,3 +31,18 @@ def test_records_before_the_first_flush_are_ignored() -> None:
 def test_a_sample_with_no_kernel_yields_no_span() -> None:
     spans, _ = forward_spans([(MARK, 0, 1), (MARK, 2, 3), ("a", 4, 6)], MARK)
     assert spans == pytest.approx([2e-9])
+
+
+def test_a_real_timing_report_passes_the_parents_check_and_a_forged_one_fails() -> None:
+    from evaluation.harness.evaluate import _checked_timing
+    from evaluation.harness.sandbox import CandidateError
+    from evaluation.harness.timing import TimingReport
+
+    report = TimingReport(measured=True, method="graph", median_s=2e-6, p10_s=1.9e-6, p90_s=2.2e-6,
+                          mean_s=2e-6, rse=float("inf"), n=20, kernels_per_forward=1.0,
+                          event_median_s=5e-6, l2_flush_bytes=1 << 28, persisting_l2_reset=True)
+    assert _checked_timing(report.to_dict())["median_s"] == 2e-6
+    for forged in ({"measured": True, "median_s": "fast"}, {"measured": True, "median_s": 0},
+                   {"measured": "yes"}, ["not", "a", "dict"]):
+        with pytest.raises(CandidateError, match="timing report"):
+            _checked_timing(forged)
