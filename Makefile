@@ -22,6 +22,8 @@ run: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(PY) manage.py check
+	$(PY) manage.py makemigrations --check --dry-run
 
 test: lint
 	$(PY) -m pytest

@@ -1,0 +1,30 @@
+"""python manage.py import_release PATH [--name NAME]"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from evaluation.catalog import release_import
+from evaluation.harness.release import ReleaseError
+
+
+class Command(BaseCommand):
+    help = "Import an Atrex-layout release folder (idempotent; changed content = new version)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path", type=Path)
+        parser.add_argument("--name", default=None)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            summary = release_import(path=options["path"], name=options["name"])
+        except ReleaseError as exc:
+            raise CommandError(f"release not imported: {exc}") from exc
+        verb = "imported" if summary.created else "already imported, unchanged:"
+        self.stdout.write(f"{verb} {summary.release} — {summary.operators} operators, "
+                          f"{summary.shapes} shapes, hardware: {', '.join(summary.hardware)}")
+        for warning in summary.warnings:
+            self.stdout.write(f"warning: {warning}")

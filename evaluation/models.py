@@ -1,0 +1,93 @@
+"""The benchmark catalog: releases, operators, shapes, hardware profiles.
+
+Public parts (what teams and GPU hosts may see) and hidden parts (provenance, roofline,
+importance) live in separate tables, so a query for public data cannot pull hidden columns
+by accident and hidden rows are never serialised with public ones.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class HardwareProfile(models.Model):
+    name = models.CharField(max_length=50, unique=True)
+    arch = models.CharField(max_length=50, blank=True)
+    peak_flops = models.JSONField(help_text="precision path -> dense FLOP/s")
+    hbm_bytes_per_s = models.FloatField()
+    launch_floor_s = models.FloatField()
+    source = models.JSONField(default=dict, blank=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def queue(self) -> str:
+        """The Celery queue GPU workers of this hardware consume."""
+        return f"eval.{self.name}"
+
+
+class Release(models.Model):
+    name = models.CharField(max_length=100)
+    version = models.PositiveIntegerField()
+    content_sha256 = models.CharField(max_length=64)
+    dsl = models.CharField(max_length=30, default="triton")
+    dsl_ratio_threshold = models.FloatField(default=0.95)
+    imported_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["name", "version"], name="release_version"),
+            models.UniqueConstraint(fields=["name", "content_sha256"], name="release_content"),
+        ]
+        ordering = ["name", "-version"]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+class ReleaseHidden(models.Model):
+    release = models.OneToOneField(Release, on_delete=models.CASCADE, related_name="hidden")
+    importance = models.JSONField(default=dict, help_text="operator_importance.json as imported")
+
+
+class Operator(models.Model):
+    """Public files of one operator, verbatim."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="operators")
+    name = models.CharField(max_length=100)
+    reference_py = models.TextField()
+    input_py = models.TextField()
+    shapes_json = models.TextField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["release", "name"], name="operator_name")]
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.release}: {self.name}"
+
+
+class OperatorHidden(models.Model):
+    """metadata.json and roofline.json: never served to non-admins."""
+
+    operator = models.OneToOneField(Operator, on_delete=models.CASCADE, related_name="hidden")
+    metadata = models.JSONField(null=True, blank=True)
+    roofline = models.JSONField(null=True, blank=True)
+    atol = models.FloatField()
+    rtol = models.FloatField()
+
+
+class Shape(models.Model):
+    operator = models.ForeignKey(Operator, on_delete=models.CASCADE, related_name="shapes")
+    shape_id = models.CharField(max_length=200)
+    init_kwargs = models.JSONField(default=dict)
+    input_kwargs = models.JSONField(default=dict)
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["operator", "shape_id"], name="shape_id")]
+        ordering = ["operator", "position"]
+
+    def __str__(self) -> str:
+        return f"{self.operator.name}/{self.shape_id}"

@@ -1,0 +1,77 @@
+"""Teams, their members, and their API tokens (stored hashed, shown once, revocable)."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.db import models
+
+TOKEN_PREFIX_CHARS = 8
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=100, unique=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership",
+                                     related_name="teams")
+    daily_submission_quota = models.PositiveIntegerField(default=20)
+    concurrent_job_quota = models.PositiveIntegerField(default=4)
+    hidden = models.BooleanField(default=False, help_text="Hidden from public boards.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        MEMBER = "member"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "user"], name="one_membership")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team}"
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
+    def active(self) -> ApiTokenQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class ApiToken(models.Model):
+    """Only the SHA-256 of the token is stored; the prefix lets a team tell tokens apart."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="tokens")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True)
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=TOKEN_PREFIX_CHARS)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"{self.team}: {self.name} ({self.prefix}…)"
+
+
+def token_create(*, team: Team, name: str, created_by: object | None = None) -> tuple[ApiToken, str]:
+    """Create a token; the raw value is returned once and never stored."""
+    raw = "atx_" + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(team=team, name=name, created_by=created_by,
+                                    prefix=raw[:TOKEN_PREFIX_CHARS], digest=hash_token(raw))
+    return token, raw

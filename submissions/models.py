@@ -1,0 +1,103 @@
+"""A submission's life cycle: candidates per operator, evaluation jobs, shape results."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from evaluation.models import HardwareProfile, Operator, Release, Shape
+from portal.accounts.models import Team
+
+
+class Submission(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="submissions")
+    release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="submissions")
+    hardware = models.ForeignKey(HardwareProfile, on_delete=models.PROTECT)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True)
+    agent = models.CharField(max_length=100, blank=True)
+    model_name = models.CharField(max_length=100, blank=True)
+    output_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    notes = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.team} on {self.release} / {self.hardware}"
+
+
+class Candidate(models.Model):
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="candidates")
+    operator = models.ForeignKey(Operator, on_delete=models.PROTECT)
+    source = models.TextField()
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["submission", "operator"],
+                                               name="one_candidate_per_operator")]
+
+    def __str__(self) -> str:
+        return f"{self.submission_id}/{self.operator.name}"
+
+
+class EvaluationJob(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SCORED = "scored"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    candidate = models.OneToOneField(Candidate, on_delete=models.CASCADE, related_name="job")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED,
+                              db_index=True)
+    attempts = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    shapes_done = models.PositiveIntegerField(default=0)
+    shapes_total = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    infrastructure_failure = models.BooleanField(default=False,
+                                                 help_text="Not counted against quotas.")
+    evaluator_version = models.CharField(max_length=30, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"job {self.pk} ({self.status})"
+
+
+class ShapeResult(models.Model):
+    """Everything the harness reported for one shape, per job attempt (stored idempotently)."""
+
+    job = models.ForeignKey(EvaluationJob, on_delete=models.CASCADE, related_name="results")
+    attempt = models.PositiveIntegerField()
+    shape = models.ForeignKey(Shape, on_delete=models.PROTECT)
+    status = models.CharField(max_length=10)
+    stage_reached = models.CharField(max_length=20, blank=True)
+    failed_stage = models.CharField(max_length=20, blank=True)
+    error = models.TextField(blank=True)
+    max_abs_error = models.FloatField(null=True)
+    max_rel_error = models.FloatField(null=True)
+    verdict = models.CharField(max_length=20, blank=True)
+    dsl_ratio = models.FloatField(null=True)
+    median_s = models.FloatField(null=True)
+    p10_s = models.FloatField(null=True)
+    p90_s = models.FloatField(null=True)
+    samples = models.PositiveIntegerField(null=True)
+    launch_method = models.CharField(max_length=10, blank=True)
+    event_median_s = models.FloatField(null=True)
+    sol_s = models.FloatField(null=True)
+    attainment = models.FloatField(null=True)
+    attainment_with_floor = models.FloatField(null=True)
+    suspicious = models.BooleanField(default=False)
+    raw = models.JSONField(help_text="the harness's ShapeResult, schema atrex.evaluation-result/1")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "attempt", "shape"],
+                                               name="one_result_per_attempt_and_shape")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}/{self.shape.shape_id} ({self.status})"
