@@ -73,6 +73,10 @@ DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"), conn_max_age=60)
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # A file, not memory, for the test database: a real worker process must see it too.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_portal.sqlite3")}
+    DATABASES["default"]["OPTIONS"] = {"timeout": 30}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -105,11 +109,17 @@ if CELERY_BROKER_URL == "filesystem://":
         "processed_folder": str(_broker / "processed"),
         "store_processed": False,
     }
+    for _folder in ("queue", "processed"):  # the transport expects its folders to exist
+        (_broker / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+
+# Which shapes jobs evaluate (a glob over shape ids). CPU-only deployments (the embedded
+# default, CI) evaluate the dev tier: real sizes take hours in Triton's interpreter.
+ATREX_SHAPE_FILTER = env_str("ATREX_SHAPE_FILTER", "*")
 
 # Upload limits (issue 3 §4); configurable per deployment.
 ATREX_UPLOAD_MAX_FILE_BYTES = env_int("ATREX_UPLOAD_MAX_FILE_BYTES", 1024 * 1024, minimum=1)

@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import pickle
 import platform
+import random
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -71,6 +72,9 @@ class EvaluationJob:
     dsl: str = DEFAULT_DSL
     dsl_ratio_threshold: float = DEFAULT_DSL_RATIO_THRESHOLD
     masked_paths: Sequence[Path] = field(default_factory=tuple)  # hidden files on this host
+    # The secret from which this evaluation's input seeds derive. None: drawn here. The
+    # portal sends one per job attempt so an admin can replay an evaluation exactly.
+    seed: int | None = None
 
 
 ProgressCallback = Callable[[ShapeResult, int, int], None]
@@ -168,7 +172,8 @@ class _ShapeRun:
         self.device = device
         self.result = ShapeResult(shape_id=shape_id)
         self.stage = "compile"
-        self.init_seed = secrets.randbits(63)
+        self.seeds = _SeedSource(job.seed, shape_id)
+        self.init_seed = self.seeds.draw()
         self.base = {"shape_id": shape_id, "init_kwargs": dict(self.spec.init_kwargs),
                      "input_kwargs": dict(self.spec.input_kwargs), "init_seed": self.init_seed}
 
@@ -201,7 +206,7 @@ class _ShapeRun:
     # -- stages --------------------------------------------------------------------------
 
     def _correctness(self) -> bool:
-        seeds = [secrets.randbits(63) for _ in range(self.settings.trials)]
+        seeds = [self.seeds.draw() for _ in range(self.settings.trials)]
         reference = make_model(self.trusted.reference_class, self.spec.init_kwargs,
                                self.init_seed, self.device)
         failures: list[Comparison] = []
@@ -309,7 +314,7 @@ class _ShapeRun:
 
     def _adoption(self) -> None:
         self.stage = "adoption"
-        done = self.child.request({"cmd": "adoption", **self.base, "seed": secrets.randbits(63)},
+        done = self.child.request({"cmd": "adoption", **self.base, "seed": self.seeds.draw()},
                                   self.settings.call_timeout_s)
         try:
             evidence = adoption_mod.AdoptionEvidence(
@@ -339,7 +344,7 @@ class _ShapeRun:
         del probe
         sets = max(1, min(self.settings.timing_input_sets,
                           self.settings.timing_input_bytes // per_set))
-        request = {"cmd": "timing", **self.base, "seeds": [secrets.randbits(63) for _ in range(sets)],
+        request = {"cmd": "timing", **self.base, "seeds": [self.seeds.draw() for _ in range(sets)],
                    "settings": dataclasses.asdict(self.settings.timing)}
         timeout = self.settings.timing.max_seconds + self.settings.call_timeout_s
         try:
@@ -354,6 +359,16 @@ class _ShapeRun:
             done = self.child.request(request, timeout)
         self.result.timing = _checked_timing(done.get("timing"))
         self.result.stage_reached = "performance"
+
+
+class _SeedSource:
+    """Input seeds for one shape: fresh secrets, or derived from the job's secret seed."""
+
+    def __init__(self, secret: int | None, shape_id: str) -> None:
+        self._rng = None if secret is None else random.Random(f"{secret}:{shape_id}")
+
+    def draw(self) -> int:
+        return secrets.randbits(63) if self._rng is None else self._rng.getrandbits(63)
 
 
 def _checked_timing(timing: object) -> dict[str, Any]:

@@ -71,7 +71,7 @@ class EvaluationResult:
     evaluator_version: str = EVALUATOR_VERSION
 
     def to_dict(self) -> dict[str, Any]:
-        return _finite(asdict(self))  # type: ignore[no-any-return]
+        return json_safe(asdict(self))  # type: ignore[no-any-return]
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, allow_nan=False)
@@ -85,12 +85,12 @@ class EvaluationResult:
         return cls(**fields)
 
 
-def _finite(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """JSON has no NaN/Infinity: a non-finite number is stored as null."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
+        return [json_safe(v) for v in value]
     return value

@@ -1,0 +1,117 @@
+"""The web-side results consumer: store what GPU hosts report, score it, move jobs on.
+
+Idempotent per (job, attempt, shape): a redelivered message or a re-run attempt never
+duplicates a result. Events of an older attempt, or of a job that already ended, are
+ignored. SOL and attainment are computed here, where the hidden roofline lives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from evaluation.harness.release import HardwareProfile as HardwareSpec
+from evaluation.harness.release import ShapeRoofline
+from evaluation.harness.results import PASSED
+from evaluation.harness.roofline import attainment, roofline_point
+from evaluation.models import HardwareProfile, Shape
+from submissions.models import EvaluationJob, ShapeResult
+
+TERMINAL = (EvaluationJob.Status.SCORED, EvaluationJob.Status.FAILED,
+            EvaluationJob.Status.CANCELLED)
+
+
+def record_event(kind: str, payload: dict[str, Any]) -> None:
+    with transaction.atomic():
+        job = (EvaluationJob.objects.select_for_update(of=("self",))
+               .select_related("candidate__operator__hidden", "candidate__submission__hardware")
+               .filter(pk=payload.get("job_id")).first())
+        if job is None or job.status in TERMINAL or payload.get("attempt") != job.attempts:
+            return  # stale, unknown or already ended
+        now = timezone.now()
+        job.heartbeat_at = now
+        job.worker = str(payload.get("worker", ""))[:200]
+        if job.status == EvaluationJob.Status.QUEUED:
+            job.status = EvaluationJob.Status.RUNNING
+            job.started_at = job.started_at or now
+        if kind == "progress":
+            _store_shape(job, payload["shape"])
+            job.shapes_done = job.results.filter(attempt=job.attempts).count()
+        elif kind == "result":
+            result = payload["result"]
+            for shape in result["shapes"]:
+                _store_shape(job, shape)
+            job.shapes_done = job.results.filter(attempt=job.attempts).count()
+            job.evaluator_version = str(result.get("evaluator_version", ""))[:30]
+            job.status = EvaluationJob.Status.SCORED
+            job.finished_at = now
+        elif kind == "failed":
+            job.status = EvaluationJob.Status.FAILED
+            job.error = str(payload.get("reason", "evaluation failed"))
+            job.infrastructure_failure = bool(payload.get("infrastructure", False))
+            job.finished_at = now
+        job.save()
+
+
+def _store_shape(job: EvaluationJob, raw: dict[str, Any]) -> None:
+    operator = job.candidate.operator
+    shape = Shape.objects.filter(operator=operator, shape_id=raw.get("shape_id")).first()
+    if shape is None:
+        return  # a shape this operator does not have: ignore rather than trust it
+    timing = raw.get("timing") or {}
+    adoption = raw.get("adoption") or {}
+    roofline = _roofline(job, shape.shape_id, raw, timing)
+    ShapeResult.objects.update_or_create(
+        job=job, attempt=job.attempts, shape=shape,
+        defaults={
+            "status": raw.get("status", "failed"),
+            "stage_reached": raw.get("stage_reached") or "",
+            "failed_stage": raw.get("failed_stage") or "",
+            "error": raw.get("error") or "",
+            "max_abs_error": raw.get("max_abs_error"),
+            "max_rel_error": raw.get("max_rel_error"),
+            "verdict": adoption.get("verdict", ""),
+            "dsl_ratio": adoption.get("dsl_ratio"),
+            "median_s": timing.get("median_s"),
+            "p10_s": timing.get("p10_s"),
+            "p90_s": timing.get("p90_s"),
+            "samples": timing.get("n"),
+            "launch_method": timing.get("method") or "",
+            "event_median_s": timing.get("event_median_s"),
+            "sol_s": roofline.get("sol_s"),
+            "attainment": roofline.get("attainment"),
+            "attainment_with_floor": roofline.get("attainment_with_floor"),
+            "suspicious": bool(roofline.get("suspicious", False)),
+            "raw": raw,
+        })
+
+
+def _roofline(job: EvaluationJob, shape_id: str, raw: dict[str, Any],
+              timing: dict[str, Any]) -> dict[str, Any]:
+    hidden = job.candidate.operator.hidden
+    entry = ((hidden.roofline or {}).get("shapes") or {}).get(shape_id)
+    if not entry:
+        return {}
+    shape = ShapeRoofline(w_flops=entry["semantic_W_flops"],
+                          q_read_bytes=int(entry["semantic_Q_read_bytes"]),
+                          q_write_bytes=int(entry["semantic_Q_write_bytes"]))
+    point = roofline_point(shape, _hardware_spec(job.candidate.submission.hardware))
+    result: dict[str, Any] = {"sol_s": point.sol_s}
+    median = timing.get("median_s")
+    if raw.get("status") == PASSED and timing.get("measured") and median:
+        score = attainment(point.sol_s, float(median), job.candidate.submission.hardware
+                           .launch_floor_s)
+        result.update(attainment=score.attainment,
+                      attainment_with_floor=score.attainment_with_floor,
+                      suspicious=score.suspicious)
+    elif raw.get("status") != PASSED:
+        result["attainment"] = 0.0
+    return result
+
+
+def _hardware_spec(profile: HardwareProfile) -> HardwareSpec:
+    return HardwareSpec(name=profile.name, arch=profile.arch or None,
+                        peak_flops=profile.peak_flops, hbm_bytes_per_s=profile.hbm_bytes_per_s,
+                        launch_floor_s=profile.launch_floor_s)

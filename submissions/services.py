@@ -1,0 +1,147 @@
+"""Writing submissions: validate, check quota, store in one transaction, dispatch on commit."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from celery import current_app
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from evaluation.jobs import job_spec
+from evaluation.models import HardwareProfile, Operator, Release
+from portal.accounts.models import Team
+from submissions.models import Candidate, EvaluationJob, Submission
+from submissions.upload import UploadLimits, UploadRejected, read_upload
+
+ACTIVE = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.RUNNING)
+
+
+class QuotaExceeded(Exception):
+    """HTTP 429: the team has used its daily submissions or its concurrent evaluations."""
+
+
+@dataclass(frozen=True)
+class QuotaStatus:
+    daily_limit: int
+    used_today: int
+    concurrent_limit: int
+    active: int
+    resets_at: datetime
+
+    @property
+    def remaining_today(self) -> int:
+        return max(0, self.daily_limit - self.used_today)
+
+
+def upload_limits() -> UploadLimits:
+    return UploadLimits(max_file_bytes=settings.ATREX_UPLOAD_MAX_FILE_BYTES,
+                        max_files=settings.ATREX_UPLOAD_MAX_FILES,
+                        max_total_bytes=settings.ATREX_UPLOAD_MAX_TOTAL_BYTES)
+
+
+def quota_status(team: Team) -> QuotaStatus:
+    now = timezone.now()
+    day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    # A submission whose every job failed for infrastructure reasons does not count.
+    counted = Submission.objects.filter(team=team, created_at__gte=day_start).filter(
+        Exists(EvaluationJob.objects.filter(candidate__submission=OuterRef("pk"),
+                                            infrastructure_failure=False)))
+    active = Submission.objects.filter(team=team).filter(
+        Exists(EvaluationJob.objects.filter(candidate__submission=OuterRef("pk"),
+                                            status__in=ACTIVE)))
+    return QuotaStatus(daily_limit=team.daily_submission_quota, used_today=counted.count(),
+                       concurrent_limit=team.concurrent_job_quota, active=active.count(),
+                       resets_at=day_start + timedelta(days=1))
+
+
+def submission_create(*, team: Team, user: object | None, release: Release,
+                      hardware: HardwareProfile, filename: str, data: bytes,
+                      operator: str | None = None, agent: str = "", model_name: str = "",
+                      output_tokens: int | None = None, notes: str = "") -> Submission:
+    """Check the upload, then store submission, candidates and jobs atomically.
+
+    Raises UploadRejected (nothing stored) or QuotaExceeded (nothing stored). Jobs are sent
+    to the GPU queue only once the transaction has committed.
+    """
+    operators = {op.name: op for op in release.operators.all()}
+    sources = read_upload(filename=filename, data=data, operators=operators, operator=operator,
+                          limits=upload_limits())
+    with transaction.atomic():
+        # The team row lock serialises concurrent uploads of one team: no quota overrun.
+        Team.objects.select_for_update().get(pk=team.pk)
+        quota = quota_status(team)
+        if quota.used_today >= quota.daily_limit:
+            raise QuotaExceeded(f"daily quota of {quota.daily_limit} submissions used; it resets "
+                                f"at {quota.resets_at:%Y-%m-%d %H:%M} UTC")
+        if quota.active >= quota.concurrent_limit:
+            raise QuotaExceeded(f"{quota.active} submissions are still being evaluated (limit "
+                                f"{quota.concurrent_limit}); wait for one to finish")
+        submission = Submission.objects.create(
+            team=team, release=release, hardware=hardware,
+            created_by=user if getattr(user, "pk", None) else None, agent=agent,
+            model_name=model_name, output_tokens=output_tokens, notes=notes)
+        job_ids = []
+        for name, source in sorted(sources.items()):
+            shapes = _evaluated_shapes(operators[name])
+            if not shapes:
+                raise UploadRejected(f"no shape of {name} matches this portal's shape filter "
+                                     f"{settings.ATREX_SHAPE_FILTER!r}")
+            candidate = Candidate.objects.create(
+                submission=submission, operator=operators[name], source=source,
+                sha256=hashlib.sha256(source.encode()).hexdigest())
+            job = EvaluationJob.objects.create(candidate=candidate, shapes_total=len(shapes))
+            job_ids.append(job.pk)
+        transaction.on_commit(lambda: [dispatch_job(job_id) for job_id in job_ids])
+    return submission
+
+
+def _evaluated_shapes(operator: Operator) -> list[str]:
+    pattern = settings.ATREX_SHAPE_FILTER
+    return [s.shape_id for s in operator.shapes.all() if fnmatch.fnmatchcase(s.shape_id, pattern)]
+
+
+def dispatch_job(job_id: int) -> None:
+    """Start a new attempt of a job: a spec with public data only, to eval.<hardware>."""
+    with transaction.atomic():
+        job = (EvaluationJob.objects.select_for_update(of=("self",))
+               .select_related("candidate__operator__release", "candidate__operator__hidden",
+                               "candidate__submission__hardware").get(pk=job_id))
+        if job.status not in ACTIVE:
+            return
+        job.attempts += 1
+        job.status = EvaluationJob.Status.QUEUED
+        job.save(update_fields=["attempts", "status"])
+        candidate = job.candidate
+        operator = candidate.operator
+        release = operator.release
+        hardware = candidate.submission.hardware
+        spec = job_spec(
+            job_id=job.pk, attempt=job.attempts, operator=operator.name,
+            reference_py=operator.reference_py, input_py=operator.input_py,
+            shapes_json=_filtered_shapes_json(operator), candidate_source=candidate.source,
+            atol=operator.hidden.atol, rtol=operator.hidden.rtol, dsl=release.dsl,
+            dsl_ratio_threshold=release.dsl_ratio_threshold, hardware=hardware.name,
+            seed=secrets.randbits(63))
+        queue = hardware.queue
+    current_app.send_task("evaluation.evaluate_job", args=[spec], queue=queue)
+
+
+def _filtered_shapes_json(operator: Operator) -> str:
+    """shapes.json restricted to the shapes this portal evaluates."""
+    keep = set(_evaluated_shapes(operator))
+    shapes = json.loads(operator.shapes_json)
+    return json.dumps({k: v for k, v in shapes.items() if k in keep})
+
+
+def job_cancel(*, job: EvaluationJob) -> bool:
+    updated = EvaluationJob.objects.filter(pk=job.pk, status__in=ACTIVE).update(
+        status=EvaluationJob.Status.CANCELLED, finished_at=timezone.now())
+    return bool(updated)
