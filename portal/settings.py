@@ -76,7 +76,9 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # A file, not memory, for the test database: a real worker process must see it too.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_portal.sqlite3")}
-    DATABASES["default"]["OPTIONS"] = {"timeout": 30}
+    # IMMEDIATE: a transaction takes the write lock when it begins, so concurrent quota checks
+    # queue up instead of failing with "database is locked" on a lock upgrade.
+    DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
