@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # The CPU wheel on this project's machines; an unpinned torch would pull a multi-GB CUDA build.
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: setup run test lint
+.PHONY: setup run test lint demo-evaluator
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,9 @@ $(VENV)/.installed: pyproject.toml
 setup: $(VENV)/.installed
 
 run: setup
+	scripts/run-portal
+
+demo-evaluator: setup
 	$(PY) -m evaluation demo
 
 lint: setup

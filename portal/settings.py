@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
     "portal.accounts",
@@ -94,12 +95,28 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
-LOGIN_URL = "/admin/login/"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # collectstatic fills it in production
+WHITENOISE_USE_FINDERS = DEBUG  # serve static/ directly while developing
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/team/"
+LOGOUT_REDIRECT_URL = "/"
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "portal.accounts.auth.TeamTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "EXCEPTION_HANDLER": "portal.api_errors.exception_handler",
 }
-SPECTACULAR_SETTINGS = {"TITLE": "Atrex Portal API", "VERSION": "0.1.0"}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Atrex Portal API",
+    "VERSION": "0.1.0",
+    # Swagger UI served from our own static files (the sidecar package), never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+}
 
 # Celery: filesystem transport by default (folders in var/broker), Redis/RabbitMQ by URL.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")

@@ -1,9 +1,34 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from evaluation import api as catalog_api
+from evaluation import views as catalog_views
+from submissions import api as submissions_api
+from submissions import views as submissions_views
+
 urlpatterns = [
+    path("", catalog_views.home, name="home"),
+    path("releases/<int:pk>/", catalog_views.release_page, name="release"),
+    path("releases/<int:pk>/<str:operator>/", catalog_views.operator_page, name="operator"),
+    path("team/", submissions_views.team_page, name="team"),
+    path("submit/", submissions_views.upload_page, name="upload"),
+    path("submissions/<int:pk>/", submissions_views.submission_page, name="submission"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("api/releases/", catalog_api.ReleaseListApi.as_view(), name="api-releases"),
+    path("api/releases/<int:pk>/operators/", catalog_api.ReleaseOperatorsApi.as_view(),
+         name="api-operators"),
+    path("api/releases/<int:pk>/bundle/", catalog_api.BundleApi.as_view(), name="api-bundle"),
+    path("api/submissions/", submissions_api.SubmissionListCreateApi.as_view(),
+         name="api-submissions"),
+    path("api/submissions/<int:pk>/", submissions_api.SubmissionDetailApi.as_view(),
+         name="api-submission"),
+    path("api/submissions/<int:pk>/cancel/", submissions_api.SubmissionCancelApi.as_view(),
+         name="api-submission-cancel"),
+    path("api/quota/", submissions_api.QuotaApi.as_view(), name="api-quota"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]

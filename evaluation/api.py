@@ -1,0 +1,58 @@
+"""Public catalog API: releases, operators (public files only), bundles."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from evaluation.models import Operator, Release
+from evaluation.selectors import bundle_zip, operators_public, public_files, releases_public
+
+
+class ReleaseOut(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    version = serializers.IntegerField()
+    dsl = serializers.CharField()
+    operator_count = serializers.IntegerField()
+    shape_count = serializers.IntegerField()
+
+
+class OperatorOut(serializers.Serializer):  # type: ignore[type-arg]
+    name = serializers.CharField()
+    shape_count = serializers.IntegerField()
+    files = serializers.DictField(child=serializers.CharField())
+
+
+class ReleaseListApi(APIView):
+    @extend_schema(responses=ReleaseOut(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(ReleaseOut(releases_public(), many=True).data)
+
+
+class ReleaseOperatorsApi(APIView):
+    @extend_schema(responses=OperatorOut(many=True))
+    def get(self, request: Request, pk: int) -> Response:
+        release = get_object_or_404(Release, pk=pk)
+        data = [{"name": op.name, "shape_count": op.shape_count, "files": public_files(op)}
+                for op in operators_public(release)]
+        return Response(OperatorOut(data, many=True).data)
+
+
+class BundleApi(APIView):
+    """A zip of reference.py, input.py and shapes.json for one operator or the release."""
+
+    @extend_schema(responses={(200, "application/zip"): bytes})
+    def get(self, request: Request, pk: int) -> HttpResponse:
+        release = get_object_or_404(Release, pk=pk)
+        name = request.query_params.get("operator")
+        operator = get_object_or_404(Operator, release=release, name=name) if name else None
+        stem = f"{release.name}-v{release.version}" + (f"-{name}" if name else "")
+        response = HttpResponse(bundle_zip(release, operator), content_type="application/zip")
+        response["Content-Disposition"] = f'attachment; filename="{stem}.zip"'
+        return response

@@ -1,0 +1,27 @@
+"""Public problem pages: releases, operators (agent-visible content only), bundles."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from evaluation.models import Operator, Release
+from evaluation.selectors import operators_public, public_files, releases_public
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    return render(request, "catalog/home.html", {"releases": releases_public()})
+
+
+def release_page(request: HttpRequest, pk: int) -> HttpResponse:
+    release = get_object_or_404(Release, pk=pk)
+    return render(request, "catalog/release.html",
+                  {"release": release, "operators": operators_public(release)})
+
+
+def operator_page(request: HttpRequest, pk: int, operator: str) -> HttpResponse:
+    release = get_object_or_404(Release, pk=pk)
+    op = get_object_or_404(Operator, release=release, name=operator)
+    return render(request, "catalog/operator.html", {
+        "release": release, "operator": op, "files": public_files(op),
+        "shapes": op.shapes.order_by("position")})

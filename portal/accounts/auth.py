@@ -1,0 +1,48 @@
+"""API authentication by team token: `Authorization: Bearer atx_...`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+from rest_framework.request import Request
+
+from portal.accounts.models import ApiToken, Team, hash_token
+
+
+class TeamTokenAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[Any, ApiToken] | None:
+        header = authentication.get_authorization_header(request).decode(errors="replace")
+        if not header.startswith(f"{self.keyword} "):
+            return None
+        raw = header[len(self.keyword) + 1:].strip()
+        token = (ApiToken.objects.active().select_related("team", "created_by")
+                 .filter(digest=hash_token(raw)).first())
+        if token is None:
+            raise exceptions.AuthenticationFailed("invalid or revoked token")
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+        return token.created_by or AnonymousUser(), token
+
+    def authenticate_header(self, request: Request) -> str:
+        return self.keyword
+
+
+def request_team(request: Any) -> Team | None:
+    """The team acting: the token's team for API calls, else the signed-in user's team."""
+    auth = getattr(request, "auth", None)
+    if isinstance(auth, ApiToken):
+        return auth.team
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        return Team.objects.filter(members=user).order_by("pk").first()
+    return None
+
+
+def is_admin(request: Any) -> bool:
+    user = getattr(request, "user", None)
+    return bool(user is not None and user.is_authenticated and user.is_staff
+                and not isinstance(getattr(request, "auth", None), ApiToken))

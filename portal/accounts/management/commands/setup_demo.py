@@ -1,0 +1,33 @@
+"""python manage.py setup_demo: the fixture release, a demo team and its user (idempotent)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from evaluation.catalog import release_import
+from portal.accounts.models import Membership, Team
+
+FIXTURE = Path(settings.BASE_DIR) / "evaluation" / "releases" / "atrex-fixture"
+DEMO_USER, DEMO_PASSWORD = "demo", "demo-password"
+
+
+class Command(BaseCommand):
+    help = "Load the fixture release and a demo team for the embedded default."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        summary = release_import(path=FIXTURE)
+        team, _ = Team.objects.get_or_create(slug="demo", defaults={"name": "Demo team"})
+        user, created = get_user_model().objects.get_or_create(username=DEMO_USER)
+        if created:
+            user.set_password(DEMO_PASSWORD)
+            user.save()
+        Membership.objects.get_or_create(team=team, user=user)
+        self.stdout.write(f"release: {summary.release} ({summary.operators} operators, "
+                          f"{summary.shapes} shapes)")
+        self.stdout.write(f"sign in at http://127.0.0.1:8000/accounts/login/ as "
+                          f"{DEMO_USER} / {DEMO_PASSWORD} (team '{team.name}')")

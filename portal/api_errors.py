@@ -1,0 +1,20 @@
+"""One mapping from domain errors to HTTP: 400 for a bad upload, 429 for quota."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from submissions.services import QuotaExceeded
+from submissions.upload import UploadRejected
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, UploadRejected):
+        return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, QuotaExceeded):
+        return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+    return drf_exception_handler(exc, context)

@@ -1,0 +1,102 @@
+"""Team API: submit, list, read, cancel; quota."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotAuthenticated, PermissionDenied
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from evaluation.models import HardwareProfile, Release
+from portal.accounts.auth import is_admin, request_team
+from portal.accounts.models import Team
+from submissions.models import EvaluationJob
+from submissions.selectors import submission_detail, submission_visible, submissions_visible
+from submissions.services import job_cancel, quota_status, submission_create
+
+
+def acting_team(request: Request) -> Team:
+    team = request_team(request)
+    if team is None:
+        if request.user.is_authenticated or request.auth is not None:
+            raise PermissionDenied("you are not a member of any team")
+        raise NotAuthenticated("sign in or send a team token")
+    return team
+
+
+class SubmissionIn(serializers.Serializer):  # type: ignore[type-arg]
+    file = serializers.FileField()
+    release = serializers.IntegerField()
+    hardware = serializers.CharField()
+    operator = serializers.CharField(required=False, allow_blank=True)
+    agent = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    model = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    output_tokens = serializers.IntegerField(required=False, min_value=0, allow_null=True)
+    notes = serializers.CharField(required=False, allow_blank=True, max_length=10000)
+
+
+SUBMISSION_OUT = inline_serializer("SubmissionOut", {
+    "id": serializers.IntegerField(), "team": serializers.CharField(),
+    "status": serializers.CharField(), "jobs": serializers.ListField(child=serializers.DictField()),
+})
+
+
+class SubmissionListCreateApi(APIView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(responses=SUBMISSION_OUT)
+    def get(self, request: Request) -> Response:
+        if not is_admin(request):
+            acting_team(request)
+        submissions = submissions_visible(request).order_by("-created_at")[:100]
+        return Response([submission_detail(request, s) for s in submissions])
+
+    @extend_schema(request=SubmissionIn, responses={201: SUBMISSION_OUT})
+    def post(self, request: Request) -> Response:
+        team = acting_team(request)
+        data = SubmissionIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = data.validated_data
+        release = get_object_or_404(Release, pk=fields["release"])
+        hardware = get_object_or_404(HardwareProfile, name=fields["hardware"])
+        upload = fields["file"]
+        submission = submission_create(
+            team=team, user=request.user, release=release, hardware=hardware,
+            filename=upload.name, data=upload.read(), operator=fields.get("operator") or None,
+            agent=fields.get("agent", ""), model_name=fields.get("model", ""),
+            output_tokens=fields.get("output_tokens"), notes=fields.get("notes", ""))
+        return Response(submission_detail(request, submission), status=status.HTTP_201_CREATED)
+
+
+class SubmissionDetailApi(APIView):
+    @extend_schema(responses=SUBMISSION_OUT)
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(submission_detail(request, submission_visible(request, pk)))
+
+
+class SubmissionCancelApi(APIView):
+    @extend_schema(request=None, responses=SUBMISSION_OUT)
+    def post(self, request: Request, pk: int) -> Response:
+        submission = submission_visible(request, pk)
+        for job in EvaluationJob.objects.filter(candidate__submission=submission):
+            job_cancel(job=job)
+        return Response(submission_detail(request, submission))
+
+
+class QuotaApi(APIView):
+    @extend_schema(responses=inline_serializer("QuotaOut", {
+        "team": serializers.CharField(), "daily_limit": serializers.IntegerField(),
+        "used_today": serializers.IntegerField(), "remaining_today": serializers.IntegerField(),
+        "resets_at": serializers.DateTimeField(), "concurrent_limit": serializers.IntegerField(),
+        "active": serializers.IntegerField()}))
+    def get(self, request: Request) -> Response:
+        team = acting_team(request)
+        quota = quota_status(team)
+        return Response({"team": team.name, "daily_limit": quota.daily_limit,
+                         "used_today": quota.used_today, "remaining_today": quota.remaining_today,
+                         "resets_at": quota.resets_at.isoformat(),
+                         "concurrent_limit": quota.concurrent_limit, "active": quota.active})

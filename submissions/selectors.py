@@ -1,0 +1,71 @@
+"""Reads of submissions, shaped by who asks: a team sees its own, admins see all."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import Http404
+
+from portal.accounts.auth import is_admin, request_team
+from submissions.models import EvaluationJob, ShapeResult, Submission
+
+PUBLIC_RESULT_FIELDS = ("status", "stage_reached", "failed_stage", "error", "max_abs_error",
+                        "max_rel_error", "verdict", "dsl_ratio", "median_s", "p10_s", "p90_s",
+                        "samples", "launch_method", "event_median_s", "attainment",
+                        "attainment_with_floor", "suspicious")
+ADMIN_RESULT_FIELDS = ("sol_s",)  # derived from the hidden roofline
+
+
+def submissions_visible(request: Any) -> QuerySet[Submission]:
+    base = Submission.objects.select_related("team", "release", "hardware")
+    if is_admin(request):
+        return base
+    team = request_team(request)
+    return base.filter(team=team) if team is not None else base.none()
+
+
+def submission_visible(request: Any, pk: int) -> Submission:
+    submission = submissions_visible(request).filter(pk=pk).first()
+    if submission is None:
+        raise Http404("no such submission")  # the same answer whether it exists or not
+    return submission
+
+
+def submission_detail(request: Any, submission: Submission) -> dict[str, Any]:
+    admin = is_admin(request)
+    jobs = (EvaluationJob.objects.filter(candidate__submission=submission)
+            .select_related("candidate__operator").order_by("candidate__operator__name"))
+    return {
+        "id": submission.pk, "team": submission.team.name,
+        "release": {"id": submission.release_id, "name": submission.release.name,
+                    "version": submission.release.version},
+        "hardware": submission.hardware.name, "agent": submission.agent,
+        "model": submission.model_name, "output_tokens": submission.output_tokens,
+        "notes": submission.notes, "created_at": submission.created_at.isoformat(),
+        "status": submission_status(jobs),
+        "jobs": [job_detail(job, admin) for job in jobs],
+    }
+
+
+def submission_status(jobs: Any) -> str:
+    statuses = {job.status for job in jobs}
+    for status in ("running", "queued"):
+        if status in statuses:
+            return status
+    return "failed" if statuses == {"failed"} else ("scored" if "scored" in statuses else
+                                                    next(iter(statuses), "empty"))
+
+
+def job_detail(job: EvaluationJob, admin: bool) -> dict[str, Any]:
+    fields = PUBLIC_RESULT_FIELDS + (ADMIN_RESULT_FIELDS if admin else ())
+    results = (ShapeResult.objects.filter(job=job, attempt=job.attempts).select_related("shape")
+               .order_by("shape__position"))
+    return {
+        "id": job.pk, "operator": job.candidate.operator.name, "status": job.status,
+        "attempts": job.attempts, "shapes_done": job.shapes_done, "shapes_total": job.shapes_total,
+        "error": job.error, "source": job.candidate.source, "sha256": job.candidate.sha256,
+        "heartbeat_at": job.heartbeat_at.isoformat() if job.heartbeat_at else None,
+        "results": [{"shape_id": r.shape.shape_id, **{f: getattr(r, f) for f in fields}}
+                    for r in results],
+    }

@@ -1,0 +1,88 @@
+"""Team pages: team (members, tokens, quota, submissions), upload, submission detail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods
+
+from evaluation.models import HardwareProfile, Release
+from portal.accounts.auth import request_team
+from portal.accounts.models import ApiToken, Team, token_create
+from submissions.selectors import submission_detail, submission_visible, submissions_visible
+from submissions.services import QuotaExceeded, quota_status, submission_create
+from submissions.upload import UploadRejected
+
+
+def _team_or_404(request: HttpRequest) -> Team:
+    team = request_team(request)
+    if team is None:
+        raise Http404("you are not a member of any team")
+    return team
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def team_page(request: HttpRequest) -> HttpResponse:
+    team = _team_or_404(request)
+    new_token = None
+    if request.method == "POST":
+        if "revoke" in request.POST:
+            ApiToken.objects.filter(team=team, pk=request.POST["revoke"]).update(
+                revoked_at=timezone.now())
+        elif request.POST.get("token_name"):
+            _, new_token = token_create(team=team, name=request.POST["token_name"][:100],
+                                        created_by=request.user)
+    return render(request, "submissions/team.html", {
+        "team": team, "members": team.members.order_by("username"),
+        "tokens": team.tokens.order_by("-created_at"), "new_token": new_token,
+        "quota": quota_status(team),
+        "submissions": submissions_visible(request).order_by("-created_at")[:50]})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def upload_page(request: HttpRequest) -> HttpResponse:
+    team = _team_or_404(request)
+    context: dict[str, Any] = {"releases": Release.objects.order_by("name", "-version"),
+                               "hardware": HardwareProfile.objects.order_by("name"),
+                               "quota": quota_status(team), "error": None}
+    if request.method == "POST":
+        upload = request.FILES.get("file")
+        try:
+            if upload is None:
+                raise UploadRejected("choose a .py, .zip or .tar.gz file to upload")
+            release = get_object_or_404(Release, pk=request.POST.get("release"))
+            hardware = get_object_or_404(HardwareProfile, name=request.POST.get("hardware"))
+            tokens = request.POST.get("output_tokens") or None
+            submission = submission_create(
+                team=team, user=request.user, release=release, hardware=hardware,
+                filename=upload.name or "", data=upload.read(),
+                operator=request.POST.get("operator") or None,
+                agent=request.POST.get("agent", "")[:100],
+                model_name=request.POST.get("model", "")[:100],
+                output_tokens=int(tokens) if tokens and tokens.isdigit() else None,
+                notes=request.POST.get("notes", ""))
+        except (UploadRejected, QuotaExceeded) as exc:
+            context["error"] = str(exc)
+            status = 429 if isinstance(exc, QuotaExceeded) else 400
+            return render(request, "submissions/upload.html", context, status=status)
+        return redirect("submission", pk=submission.pk)
+    return render(request, "submissions/upload.html", context)
+
+
+@login_required
+def submission_page(request: HttpRequest, pk: int) -> HttpResponse:
+    submission = submission_visible(request, pk)
+    detail = submission_detail(request, submission)
+    template = "submissions/submission.html"
+    if request.htmx:  # type: ignore[attr-defined]
+        template += "#progress"  # the live part only; htmx polls it while jobs run
+    response = render(request, template, {"submission": submission, "detail": detail,
+                                          "live": detail["status"] in ("queued", "running")})
+    response["Vary"] = "HX-Request"
+    return response

@@ -1,0 +1,137 @@
+"""Who may see what: an access matrix over every page and endpoint, and no hidden data leaks."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from evaluation.catalog import release_import
+from evaluation.models import HardwareProfile, Operator, Release
+from portal.accounts.models import token_create
+from submissions.services import submission_create
+from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.factories import TeamFactory, UserFactory, member_of
+
+pytestmark = pytest.mark.django_db
+HONEST = (SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes()
+# Strings that only hidden files hold (metadata.json, roofline.json, importance).
+HIDDEN_MARKERS = ("semantic_W_flops", "semantic_Q_read_bytes", "SOL_time_ms", "origin_kernel",
+                  "importance_score", "production_performance", "fixture_001", "source_repo",
+                  "sol_s")
+
+
+@pytest.fixture
+def world() -> dict[str, Any]:
+    release = release_import(path=FIXTURE_RELEASE).release
+    red, blue = TeamFactory(name="Red"), TeamFactory(name="Blue")
+    alice, bob = member_of(red, "alice"), member_of(blue, "bob")
+    staff = UserFactory(username="staff", is_staff=True, is_superuser=True)
+    submission = submission_create(team=red, user=alice, release=release,
+                                   hardware=HardwareProfile.objects.get(name="H200"),
+                                   filename="rms_norm.py", data=HONEST)
+    _, red_token = token_create(team=red, name="ci")
+    return {"release": release, "submission": submission, "alice": alice, "bob": bob,
+            "staff": staff, "red_token": red_token}
+
+
+def client_for(world: dict[str, Any], who: str) -> Client:
+    client = Client()
+    if who in ("alice", "bob", "staff"):
+        client.force_login(world[who])
+    return client
+
+
+def urls(world: dict[str, Any]) -> dict[str, str]:
+    release: Release = world["release"]
+    pk = world["submission"].pk
+    return {
+        "home": "/", "release": f"/releases/{release.pk}/",
+        "operator": f"/releases/{release.pk}/rms_norm/",
+        "api releases": "/api/releases/", "api operators": f"/api/releases/{release.pk}/operators/",
+        "bundle": f"/api/releases/{release.pk}/bundle/",
+        "bundle op": f"/api/releases/{release.pk}/bundle/?operator=rms_norm",
+        "api schema": "/api/schema/", "api docs": "/api/docs/",
+        "team page": "/team/", "upload page": "/submit/", "submission page": f"/submissions/{pk}/",
+        "api submissions": "/api/submissions/", "api submission": f"/api/submissions/{pk}/",
+        "api quota": "/api/quota/", "admin": "/admin/evaluation/operatorhidden/",
+    }
+
+
+# status expected per (page, who); 302 = redirected to sign in, 401 = API asks for a token.
+EXPECTED = {
+    "home": (200, 200, 200, 200), "release": (200, 200, 200, 200), "operator": (200, 200, 200, 200),
+    "api releases": (200, 200, 200, 200), "api operators": (200, 200, 200, 200),
+    "bundle": (200, 200, 200, 200), "bundle op": (200, 200, 200, 200),
+    "api schema": (200, 200, 200, 200), "api docs": (200, 200, 200, 200),
+    "team page": (302, 200, 200, 404), "upload page": (302, 200, 200, 404),
+    "submission page": (302, 200, 404, 200),
+    "api submissions": (401, 200, 200, 200), "api submission": (404, 200, 404, 200),
+    "api quota": (401, 200, 200, 403), "admin": (302, 302, 302, 200),
+}
+WHO = ("anonymous", "alice", "bob", "staff")
+
+
+@pytest.mark.parametrize("page", sorted(EXPECTED))
+def test_the_access_matrix(world: dict[str, Any], page: str) -> None:
+    url = urls(world)[page]
+    got = tuple(client_for(world, who).get(url).status_code for who in WHO)
+    assert got == EXPECTED[page], dict(zip(WHO, got, strict=True))
+
+
+def test_a_team_token_reads_its_own_submission_but_not_others(world: dict[str, Any]) -> None:
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {world['red_token']}")
+    pk = world["submission"].pk
+    detail = client.get(f"/api/submissions/{pk}/").json()
+    assert detail["team"] == "Red" and "class Model" in detail["jobs"][0]["source"]
+    blue_token = token_create(team=world["bob"].teams.get(), name="x")[1]
+    other = Client(HTTP_AUTHORIZATION=f"Bearer {blue_token}")
+    response = other.get(f"/api/submissions/{pk}/")
+    assert response.status_code == 404 and "class Model" not in response.content.decode()
+    assert Client(HTTP_AUTHORIZATION="Bearer atx_wrong").get("/api/quota/").status_code == 401
+
+
+def test_other_teams_never_see_a_source(world: dict[str, Any]) -> None:
+    for who in ("anonymous", "bob"):
+        client = client_for(world, who)
+        for url in urls(world).values():
+            assert "_rms_norm_kernel" not in client.get(url).content.decode(errors="replace"), url
+
+
+def test_no_public_response_or_bundle_holds_hidden_data(world: dict[str, Any]) -> None:
+    for who in ("anonymous", "alice", "bob"):
+        client = client_for(world, who)
+        for page, url in urls(world).items():
+            body = client.get(url).content
+            if page.startswith("bundle"):
+                with zipfile.ZipFile(io.BytesIO(body)) as archive:
+                    names = archive.namelist()
+                    assert not [n for n in names if n.endswith(("metadata.json", "roofline.json",
+                                                                "operator_importance.json"))]
+                    body = b"".join(archive.read(n) for n in names)
+            text = body.decode(errors="replace")
+            leaked = [m for m in HIDDEN_MARKERS if m in text]
+            assert not leaked, (who, page, leaked)
+
+
+def test_the_bundle_holds_the_public_files_in_the_atrex_layout(world: dict[str, Any]) -> None:
+    body = Client().get(urls(world)["bundle op"]).content
+    with zipfile.ZipFile(io.BytesIO(body)) as archive:
+        assert sorted(archive.namelist()) == [f"atrex-fixture/data/rms_norm/{n}" for n in
+                                              ("input.py", "reference.py", "shapes.json")]
+        shapes = json.loads(archive.read("atrex-fixture/data/rms_norm/shapes.json"))
+    assert shapes == json.loads(Operator.objects.get(name="rms_norm").shapes_json)
+
+
+def test_a_bad_api_upload_gets_400_with_its_message(world: dict[str, Any]) -> None:
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {world['red_token']}")
+    upload = io.BytesIO(b"class Kernel: pass\n")
+    upload.name = "rms_norm.py"
+    response = client.post("/api/submissions/", {"file": upload, "release": world["release"].pk,
+                                                 "hardware": "H200"})
+    assert response.status_code == 400
+    assert "defines no class Model" in response.json()["detail"]
