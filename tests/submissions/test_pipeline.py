@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
-from django.test import override_settings
+from django.test import Client, override_settings
 
 from evaluation.catalog import release_import
 from evaluation.models import HardwareProfile
@@ -52,3 +52,13 @@ def test_an_upload_is_evaluated_by_a_real_worker_and_scored(tmp_path: Path) -> N
         assert result.dsl_ratio == 1.0 and result.sol_s and result.sol_s > 0
         assert result.median_s is None and result.attainment is None  # CPU: not measured
         assert result.raw["trials_checked"] == 5
+
+    client = Client()
+    client.force_login(alice)
+    api = client.get(f"/api/submissions/{submission.pk}/").json()
+    assert api["status"] == "scored"
+    assert [(r["shape_id"], r["verdict"]) for r in api["jobs"][0]["results"]] == [
+        ("dev-t4-h256", "native"), ("dev-t3-h200", "native")]
+    page = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert 'id="submission-status">scored<' in page and page.count(">native<") == 2
+    assert "hx-trigger" not in page  # finished: the page stops polling
