@@ -1,0 +1,58 @@
+"""Team pages: tokens shown once and revocable, uploads from the form."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from django.test import Client
+
+from evaluation.catalog import release_import
+from portal.accounts.models import ApiToken, hash_token
+from submissions.models import Submission
+from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.factories import TeamFactory, member_of
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def alice_client() -> Client:
+    release_import(path=FIXTURE_RELEASE)
+    client = Client()
+    client.force_login(member_of(TeamFactory(name="Red"), "alice"))
+    return client
+
+
+def test_a_token_is_shown_once_stored_hashed_and_revocable(alice_client: Client) -> None:
+    page = alice_client.post("/team/", {"token_name": "laptop"}).content.decode()
+    raw = re.search(r'id="new-token">(atx_[^<]+)<', page).group(1)  # type: ignore[union-attr]
+    token = ApiToken.objects.get(name="laptop")
+    assert token.digest == hash_token(raw) and raw not in (token.prefix, token.digest)
+    assert raw not in alice_client.get("/team/").content.decode()  # never shown again
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert api.get("/api/quota/").json()["team"] == "Red"
+    alice_client.post("/team/", {"revoke": token.pk})
+    assert api.get("/api/quota/").status_code == 401
+
+
+def test_the_upload_form_submits_and_redirects_to_the_submission(alice_client: Client) -> None:
+    upload = io.BytesIO((SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes())
+    upload.name = "rms_norm.py"
+    response = alice_client.post("/submit/", {"file": upload, "release": 1, "hardware": "H200",
+                                              "agent": "claude", "output_tokens": "1200"})
+    submission = Submission.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/submissions/{submission.pk}/"
+    assert submission.agent == "claude" and submission.output_tokens == 1200
+    page = alice_client.get(response["Location"]).content.decode()
+    assert 'hx-trigger="every 2s"' in page and "rms_norm" in page  # live while queued
+
+
+def test_a_rejected_form_upload_shows_its_message_and_stores_nothing(alice_client: Client) -> None:
+    upload = io.BytesIO(b"../../etc")
+    upload.name = "evil.tar.gz"
+    response = alice_client.post("/submit/", {"file": upload, "release": 1, "hardware": "H200"})
+    assert response.status_code == 400
+    assert 'id="upload-error"' in response.content.decode()
+    assert Submission.objects.count() == 0
