@@ -14,7 +14,7 @@ from evaluation.models import Operator, Release
 from evaluation.selectors import bundle_zip, operators_public, public_files, releases_public
 
 
-class ReleaseOut(serializers.Serializer):  # type: ignore[type-arg]
+class ReleaseOut(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
     version = serializers.IntegerField()
@@ -23,7 +23,7 @@ class ReleaseOut(serializers.Serializer):  # type: ignore[type-arg]
     shape_count = serializers.IntegerField()
 
 
-class OperatorOut(serializers.Serializer):  # type: ignore[type-arg]
+class OperatorOut(serializers.Serializer):
     name = serializers.CharField()
     shape_count = serializers.IntegerField()
     files = serializers.DictField(child=serializers.CharField())

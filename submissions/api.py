@@ -28,7 +28,7 @@ def acting_team(request: Request) -> Team:
     return team
 
 
-class SubmissionIn(serializers.Serializer):  # type: ignore[type-arg]
+class SubmissionIn(serializers.Serializer):
     file = serializers.FileField()
     release = serializers.IntegerField()
     hardware = serializers.CharField()

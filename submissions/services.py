@@ -99,7 +99,12 @@ def submission_create(*, team: Team, user: object | None, release: Release,
                 sha256=hashlib.sha256(source.encode()).hexdigest())
             job = EvaluationJob.objects.create(candidate=candidate, shapes_total=len(shapes))
             job_ids.append(job.pk)
-        transaction.on_commit(lambda: [dispatch_job(job_id) for job_id in job_ids])
+
+        def dispatch_all() -> None:
+            for job_id in job_ids:
+                dispatch_job(job_id)
+
+        transaction.on_commit(dispatch_all)
     return submission
 
 

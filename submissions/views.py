@@ -80,7 +80,7 @@ def submission_page(request: HttpRequest, pk: int) -> HttpResponse:
     submission = submission_visible(request, pk)
     detail = submission_detail(request, submission)
     template = "submissions/submission.html"
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         template += "#progress"  # the live part only; htmx polls it while jobs run
     response = render(request, template, {"submission": submission, "detail": detail,
                                           "live": detail["status"] in ("queued", "running")})
