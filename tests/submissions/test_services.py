@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from unittest import mock
 
@@ -16,6 +17,7 @@ from submissions.services import QuotaExceeded, quota_status, submission_create
 from submissions.upload import UploadRejected
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory
+from tests.submissions.test_upload import make_tgz, make_zip
 
 HONEST = (SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes()
 
@@ -32,17 +34,30 @@ def release(db: None) -> Release:
     return release_import(path=FIXTURE_RELEASE).release
 
 
-@pytest.mark.parametrize(("filename", "data", "message"), [
+GOOD = b"class Model:\n    pass\n"
+BAD_UPLOADS = [
     ("nope.py", HONEST, "no operator named 'nope'"),
     ("rms_norm.py", b"\xff\xfe", "not UTF-8"),
     ("rms_norm.py", b"def f(:\n", "syntax error"),
     ("rms_norm.py", b"x = 1\n", "no class Model"),
-    ("rms_norm.zip", b"PK-not-really", "damaged"),
-])
+    ("a.zip", make_zip([("../rms_norm.py", GOOD)]), "'..'"),
+    ("a.tar.gz", make_tgz([("/abs/rms_norm.py", GOOD)]), "absolute paths"),
+    ("a.zip", make_zip([("rms_norm.py", GOOD)], symlink="gemm_fp16.py"), "symbolic links"),
+    ("a.zip", make_zip([("inner.zip", b"PK")]), "archives inside archives"),
+    ("a.tar.gz", make_tgz([("rms_norm.py", b"#" * (40 * 1024 * 1024))]), "decompression bomb"),
+    ("a.zip", make_zip([("rms_norm.py", GOOD), ("rms_norm.py", GOOD)]), "appears twice"),
+    ("a.zip", make_zip([]), "holds no files"),
+    ("rms_norm.py", b"#" * (2 * 1024 * 1024), "limit is 1048576 bytes"),
+    ("a.zip", make_zip([("rms_norm.py", GOOD), ("gemm_fp16.py", b"x = 1\n")]), "no class Model"),
+]
+
+
+@pytest.mark.parametrize(("filename", "data", "message"), BAD_UPLOADS,
+                         ids=[m for _, _, m in BAD_UPLOADS])
 def test_a_bad_upload_stores_nothing(release: Release, filename: str, data: bytes,
                                      message: str) -> None:
     team = TeamFactory()
-    with pytest.raises(UploadRejected, match=message):
+    with pytest.raises(UploadRejected, match=re.escape(message)):
         upload(team, release, filename, data)
     assert Submission.objects.count() == Candidate.objects.count() == 0
     assert EvaluationJob.objects.count() == 0
