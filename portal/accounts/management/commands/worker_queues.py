@@ -1,4 +1,5 @@
-"""python manage.py worker_queues: the queues an all-in-one worker consumes (comma-separated)."""
+"""python manage.py worker_queues: the eval.<hardware> queues (comma-separated) a CPU or GPU
+evaluation worker of this deployment consumes; the results queue has its own worker."""
 
 from __future__ import annotations
 
@@ -7,12 +8,11 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from evaluation.models import HardwareProfile
-from evaluation.tasks import RESULTS_QUEUE
 
 
 class Command(BaseCommand):
-    help = "Print eval.<hardware> for every profile, and the results queue."
+    help = "Print eval.<hardware> for every hardware profile."
 
     def handle(self, *args: Any, **options: Any) -> None:
         queues = [profile.queue for profile in HardwareProfile.objects.order_by("name")]
-        self.stdout.write(",".join([*queues, RESULTS_QUEUE]))
+        self.stdout.write(",".join(queues))
