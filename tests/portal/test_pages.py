@@ -18,8 +18,12 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def alice_client() -> Client:
-    release_import(path=FIXTURE_RELEASE)
+def release_pk() -> int:
+    return int(release_import(path=FIXTURE_RELEASE).release.pk)  # pks differ across databases
+
+
+@pytest.fixture
+def alice_client(release_pk: int) -> Client:
     client = Client()
     client.force_login(member_of(TeamFactory(name="Red"), "alice"))
     return client
@@ -37,11 +41,13 @@ def test_a_token_is_shown_once_stored_hashed_and_revocable(alice_client: Client)
     assert api.get("/api/quota/").status_code == 401
 
 
-def test_the_upload_form_submits_and_redirects_to_the_submission(alice_client: Client) -> None:
+def test_the_upload_form_submits_and_redirects_to_the_submission(alice_client: Client,
+                                                                 release_pk: int) -> None:
     upload = io.BytesIO((SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes())
     upload.name = "rms_norm.py"
-    response = alice_client.post("/submit/", {"file": upload, "release": 1, "hardware": "H200",
-                                              "agent": "claude", "output_tokens": "1200"})
+    response = alice_client.post("/submit/", {"file": upload, "release": release_pk,
+                                              "hardware": "H200", "agent": "claude",
+                                              "output_tokens": "1200"})
     submission = Submission.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/submissions/{submission.pk}/"
     assert submission.agent == "claude" and submission.output_tokens == 1200
@@ -49,10 +55,12 @@ def test_the_upload_form_submits_and_redirects_to_the_submission(alice_client: C
     assert 'hx-trigger="every 2s"' in page and "rms_norm" in page  # live while queued
 
 
-def test_a_rejected_form_upload_shows_its_message_and_stores_nothing(alice_client: Client) -> None:
+def test_a_rejected_form_upload_shows_its_message_and_stores_nothing(alice_client: Client,
+                                                                    release_pk: int) -> None:
     upload = io.BytesIO(b"../../etc")
     upload.name = "evil.tar.gz"
-    response = alice_client.post("/submit/", {"file": upload, "release": 1, "hardware": "H200"})
+    response = alice_client.post("/submit/", {"file": upload, "release": release_pk,
+                                              "hardware": "H200"})
     assert response.status_code == 400
     assert 'id="upload-error"' in response.content.decode()
     assert Submission.objects.count() == 0
