@@ -50,8 +50,7 @@ class SubmissionListCreateApi(APIView):
 
     @extend_schema(responses=SUBMISSION_OUT)
     def get(self, request: Request) -> Response:
-        if not is_admin(request):
-            acting_team(request)
+        _require_principal(request)
         submissions = submissions_visible(request).order_by("-created_at")[:100]
         return Response([submission_detail(request, s) for s in submissions])
 
@@ -72,15 +71,23 @@ class SubmissionListCreateApi(APIView):
         return Response(submission_detail(request, submission), status=status.HTTP_201_CREATED)
 
 
+def _require_principal(request: Request) -> None:
+    """401 without credentials; other teams' submissions then answer 404, not 403."""
+    if not is_admin(request):
+        acting_team(request)
+
+
 class SubmissionDetailApi(APIView):
     @extend_schema(responses=SUBMISSION_OUT)
     def get(self, request: Request, pk: int) -> Response:
+        _require_principal(request)
         return Response(submission_detail(request, submission_visible(request, pk)))
 
 
 class SubmissionCancelApi(APIView):
     @extend_schema(request=None, responses=SUBMISSION_OUT)
     def post(self, request: Request, pk: int) -> Response:
+        _require_principal(request)
         submission = submission_visible(request, pk)
         for job in EvaluationJob.objects.filter(candidate__submission=submission):
             job_cancel(job=job)

@@ -70,7 +70,7 @@ EXPECTED = {
     "api schema": (200, 200, 200, 200), "api docs": (200, 200, 200, 200),
     "team page": (302, 200, 200, 404), "upload page": (302, 200, 200, 404),
     "submission page": (302, 200, 404, 200),
-    "api submissions": (401, 200, 200, 200), "api submission": (404, 200, 404, 200),
+    "api submissions": (401, 200, 200, 200), "api submission": (401, 200, 404, 200),
     "api quota": (401, 200, 200, 403), "admin": (302, 302, 302, 200),
 }
 WHO = ("anonymous", "alice", "bob", "staff")
@@ -135,3 +135,25 @@ def test_a_bad_api_upload_gets_400_with_its_message(world: dict[str, Any]) -> No
                                                  "hardware": "H200"})
     assert response.status_code == 400
     assert "defines no class Model" in response.json()["detail"]
+
+
+def test_the_access_matrix_for_writes(world: dict[str, Any]) -> None:
+    pk = world["submission"].pk
+
+    def submit(client: Client) -> int:
+        upload = io.BytesIO(HONEST)
+        upload.name = "rms_norm.py"
+        return client.post("/api/submissions/", {"file": upload, "release": world["release"].pk,
+                                                 "hardware": "H200"}).status_code
+
+    def cancel(client: Client) -> int:
+        return client.post(f"/api/submissions/{pk}/cancel/").status_code
+
+    def token(client: Client) -> int:
+        return client.post("/team/", {"token_name": "x"}).status_code
+
+    expected = {submit: (401, 201, 201, 403), cancel: (401, 200, 404, 200),
+                token: (302, 200, 200, 404)}
+    for action, statuses in expected.items():
+        got = tuple(action(client_for(world, who)) for who in WHO)
+        assert got == statuses, (action.__name__, dict(zip(WHO, got, strict=True)))
