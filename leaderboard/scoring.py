@@ -1,0 +1,172 @@
+"""Scoring: pure functions over plain data (DESIGN.md, "Scoring").
+
+- a shape scores its attainment a = SOL / T in (0, 1]; 0 when compile or correctness
+  failed; 0 for a fallback (verdict other than native) under the default policy;
+  a > 1 is physically impossible: the shape is quarantined and the whole submission is
+  not ranked until an admin has reviewed it.
+- S_op = median of a over the operator's shapes.
+- S_agg = sum_op w_op * S_op with weights normalised over the release's operators; an
+  operator without a candidate scores 0.
+- S per regime / phase: the same over the shapes of that regime / phase only, with the
+  weights renormalised over the operators that have such shapes.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+NATIVE = "native"
+MEMORY, COMPUTE = "memory", "compute"
+
+
+class WeightError(ValueError):
+    """Weights that cannot be used: negative, or none positive."""
+
+
+@dataclass(frozen=True)
+class ShapeOutcome:
+    """One shape of one submission, as stored: what scoring needs and nothing else."""
+
+    operator: str
+    shape_id: str
+    correct: bool
+    verdict: str | None
+    attainment: float | None  # None: not measured (CPU) or not computable
+    suspicious: bool = False
+    regime: str | None = None  # "memory" or "compute"
+    phase: str | None = None  # "prefill", "decode" or "prefill/decode"
+
+
+@dataclass(frozen=True)
+class ScoringPolicy:
+    fallback_scores_zero: bool = True  # the default: only native DSL work earns attainment
+
+
+@dataclass(frozen=True)
+class SubmissionScore:
+    ranked: bool  # False while any shape is quarantined as suspicious
+    aggregate: float | None
+    unweighted_mean: float | None
+    by_operator: Mapping[str, float | None]
+    memory: float | None
+    compute: float | None
+    prefill: float | None
+    decode: float | None
+    correctness_rate: float
+    dsl_adoption_rate: float
+
+
+def shape_score(outcome: ShapeOutcome, policy: ScoringPolicy = ScoringPolicy()) -> float | None:
+    if not outcome.correct:
+        return 0.0
+    if outcome.verdict != NATIVE and policy.fallback_scores_zero:
+        return 0.0
+    return outcome.attainment
+
+
+def operator_score(scores: Iterable[float | None]) -> float | None:
+    """Median over the operator's shapes; None when any shape has no score yet."""
+    values = list(scores)
+    if not values or any(v is None for v in values):
+        return None
+    return float(statistics.median(v for v in values if v is not None))
+
+
+def normalise_weights(weights: Mapping[str, float], operators: Iterable[str]) -> dict[str, float]:
+    """Weights over exactly `operators` (absent ones weigh 0), summing to 1."""
+    chosen = {op: float(weights.get(op, 0.0)) for op in operators}
+    negative = sorted(op for op, w in chosen.items() if w < 0)
+    if negative:
+        raise WeightError(f"negative weights for {', '.join(negative)}")
+    total = sum(chosen.values())
+    if total <= 0:
+        raise WeightError("at least one operator needs a positive weight")
+    return {op: w / total for op, w in chosen.items()}
+
+
+def weighted_score(by_operator: Mapping[str, float | None],
+                   weights: Mapping[str, float]) -> float | None:
+    """sum w_op * S_op over normalised weights; a missing operator scores 0."""
+    if any(by_operator.get(op, 0.0) is None for op, w in weights.items() if w > 0):
+        return None
+    return sum(w * (by_operator.get(op) or 0.0) for op, w in weights.items())
+
+
+def unweighted_mean(by_operator: Mapping[str, float | None], operators: Sequence[str]) -> float | None:
+    values = [by_operator.get(op, 0.0) for op in operators]
+    if not values or any(v is None for v in values):
+        return None
+    return float(statistics.fmean(v for v in values if v is not None))
+
+
+def regime(w_flops: float, q_bytes: float, ridge_point: float) -> str:
+    """Compute-bound when the arithmetic intensity reaches the hardware's ridge point."""
+    if q_bytes <= 0:
+        return COMPUTE
+    return COMPUTE if w_flops / q_bytes >= ridge_point else MEMORY
+
+
+SUBSETS: Mapping[str, Callable[[ShapeOutcome], bool]] = {
+    "memory": lambda o: o.regime == MEMORY,
+    "compute": lambda o: o.regime == COMPUTE,
+    "prefill": lambda o: "prefill" in (o.phase or ""),
+    "decode": lambda o: "decode" in (o.phase or ""),
+}
+
+
+def score_submission(outcomes: Sequence[ShapeOutcome], weights: Mapping[str, float],
+                     policy: ScoringPolicy = ScoringPolicy(),
+                     subset_operators: Mapping[str, Iterable[str]] | None = None) -> SubmissionScore:
+    """Every number a board shows for one submission. `weights` spans the release.
+
+    `subset_operators` names, per subset ("memory", "compute", "prefill", "decode"), the
+    release's operators that have shapes in it, so an operator a team left out still
+    counts 0 there. Without it, the submission's own shapes decide.
+    """
+    normalised = normalise_weights(weights, weights)
+    operators = sorted(normalised)
+    by_operator = _by_operator(outcomes, policy, lambda o: True)
+    total = len(outcomes)
+    correct = sum(o.correct for o in outcomes)
+    native = sum(o.correct and o.verdict == NATIVE for o in outcomes)
+    return SubmissionScore(
+        ranked=not any(o.suspicious for o in outcomes),
+        aggregate=weighted_score(by_operator, normalised),
+        unweighted_mean=unweighted_mean(by_operator, operators),
+        by_operator={op: by_operator.get(op, 0.0) for op in operators},
+        **{name: _subset(outcomes, normalised, policy, keep,
+                         None if subset_operators is None else subset_operators.get(name, ()))
+           for name, keep in SUBSETS.items()},
+        correctness_rate=correct / total if total else 0.0,
+        dsl_adoption_rate=native / total if total else 0.0,
+    )
+
+
+def solve_rate(operator_results: Iterable[Sequence[ShapeOutcome]]) -> float:
+    """Share of teams whose candidate for an operator is correct and native on every shape."""
+    attempts = [list(shapes) for shapes in operator_results]
+    solved = sum(bool(s) and all(o.correct and o.verdict == NATIVE for o in s) for s in attempts)
+    return solved / len(attempts) if attempts else 0.0
+
+
+def _by_operator(outcomes: Iterable[ShapeOutcome], policy: ScoringPolicy,
+                 keep: Callable[[ShapeOutcome], bool]) -> dict[str, float | None]:
+    grouped: dict[str, list[float | None]] = {}
+    for outcome in outcomes:
+        if keep(outcome):
+            grouped.setdefault(outcome.operator, []).append(shape_score(outcome, policy))
+    return {op: operator_score(scores) for op, scores in grouped.items()}
+
+
+def _subset(outcomes: Sequence[ShapeOutcome], weights: Mapping[str, float], policy: ScoringPolicy,
+            keep: Callable[[ShapeOutcome], bool],
+            operators: Iterable[str] | None) -> float | None:
+    """S over the shapes `keep` selects; weights renormalised over the subset's operators."""
+    by_operator = _by_operator(outcomes, policy, keep)
+    members = set(by_operator) if operators is None else set(operators)
+    present = [op for op in weights if op in members and weights[op] > 0]
+    if not present:
+        return None
+    return weighted_score(by_operator, normalise_weights(weights, present))

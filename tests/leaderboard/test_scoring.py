@@ -1,0 +1,112 @@
+"""Scoring functions on hand-computed cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from leaderboard.scoring import (
+    ScoringPolicy,
+    ShapeOutcome,
+    WeightError,
+    normalise_weights,
+    operator_score,
+    regime,
+    score_submission,
+    shape_score,
+    solve_rate,
+    weighted_score,
+)
+
+
+def shape(op: str, a: float | None, *, correct: bool = True, verdict: str = "native",
+          regime: str = "memory", phase: str = "decode", suspicious: bool = False,
+          sid: str = "s") -> ShapeOutcome:
+    return ShapeOutcome(operator=op, shape_id=sid, correct=correct, verdict=verdict,
+                        attainment=a, suspicious=suspicious, regime=regime, phase=phase)
+
+
+def test_a_failed_shape_scores_zero_whatever_its_time() -> None:
+    assert shape_score(shape("op", 0.9, correct=False)) == 0.0
+
+
+def test_the_fallback_policy_both_ways() -> None:
+    fallback = shape("op", 0.8, verdict="fallback-vendor")
+    assert shape_score(fallback) == 0.0
+    assert shape_score(fallback, ScoringPolicy(fallback_scores_zero=False)) == 0.8
+    assert shape_score(shape("op", 0.5, verdict="mixed")) == 0.0
+
+
+def test_medians_with_odd_and_even_counts() -> None:
+    assert operator_score([0.2, 0.9, 0.4]) == 0.4
+    assert operator_score([0.2, 0.9, 0.4, 0.6]) == pytest.approx(0.5)  # (0.4 + 0.6) / 2
+    assert operator_score([0.0, 0.0, 0.3, 1.0]) == pytest.approx(0.15)
+    assert operator_score([0.5, None]) is None  # a shape not measured yet
+    assert operator_score([]) is None
+
+
+def test_weights_are_normalised_over_the_releases_operators() -> None:
+    weights = normalise_weights({"a": 3, "b": 1, "gone": 5}, ["a", "b", "c"])
+    assert weights == {"a": 0.75, "b": 0.25, "c": 0.0}
+    with pytest.raises(WeightError, match="positive"):
+        normalise_weights({"a": 0, "b": 0}, ["a", "b"])
+    with pytest.raises(WeightError, match="negative weights for b"):
+        normalise_weights({"a": 1, "b": -1}, ["a", "b"])
+
+
+def test_zero_weights_and_missing_operators() -> None:
+    weights = {"a": 0.5, "b": 0.5, "c": 0.0}
+    # b has no candidate: it counts 0; c weighs nothing, so its missing score does not matter.
+    assert weighted_score({"a": 0.8}, weights) == pytest.approx(0.4)
+    assert weighted_score({"a": 0.8, "b": None}, weights) is None
+
+
+def test_regime_splits_at_the_ridge_point() -> None:
+    ridge = 989e12 / 4.8e12  # H200 bf16: about 206 FLOP/B
+    assert regime(ridge * 1000, 1000, ridge) == "compute"  # exactly at the ridge
+    assert regime(ridge * 999, 1000, ridge) == "memory"
+    assert regime(10, 0, ridge) == "compute"
+
+
+def test_a_whole_submission_by_hand() -> None:
+    outcomes = [
+        # gemm: compute-bound prefill shapes, median of (0.6, 0.8) = 0.7
+        shape("gemm", 0.6, regime="compute", phase="prefill", sid="g1"),
+        shape("gemm", 0.8, regime="compute", phase="prefill", sid="g2"),
+        # norm: one decode shape correct (0.5), one falls back to torch (scores 0): median 0.25
+        shape("norm", 0.5, regime="memory", phase="decode", sid="n1"),
+        shape("norm", 0.9, verdict="fallback-torch", regime="memory", phase="decode", sid="n2"),
+        # attn: no candidate at all
+    ]
+    weights = {"gemm": 2, "norm": 1, "attn": 1}
+    score = score_submission(outcomes, weights)
+    assert score.by_operator == {"attn": 0.0, "gemm": pytest.approx(0.7),
+                                 "norm": pytest.approx(0.25)}
+    assert score.aggregate == pytest.approx(0.5 * 0.7 + 0.25 * 0.25 + 0.25 * 0)  # 0.4125
+    assert score.unweighted_mean == pytest.approx((0.7 + 0.25 + 0) / 3)
+    # Subsets from the submission's own shapes: compute = gemm only, memory = norm only.
+    assert score.compute == pytest.approx(0.7) and score.prefill == pytest.approx(0.7)
+    assert score.memory == pytest.approx(0.25) and score.decode == pytest.approx(0.25)
+    assert score.correctness_rate == 1.0 and score.dsl_adoption_rate == 0.75
+    assert score.ranked
+
+
+def test_release_subsets_count_an_omitted_operator_as_zero() -> None:
+    outcomes = [shape("norm", 0.5, sid="n1")]
+    score = score_submission(outcomes, {"norm": 1, "attn": 1},
+                             subset_operators={"decode": ["norm", "attn"], "memory": ["norm"]})
+    assert score.decode == pytest.approx(0.25)  # attn has decode shapes but no candidate
+    assert score.memory == pytest.approx(0.5)
+    assert score.compute is None and score.prefill is None
+
+
+def test_a_suspicious_shape_unranks_the_submission() -> None:
+    score = score_submission([shape("a", 1.7, suspicious=True)], {"a": 1})
+    assert not score.ranked
+
+
+def test_solve_rate_across_teams() -> None:
+    solved = [shape("a", 0.5), shape("a", 0.6)]
+    fallback = [shape("a", 0.5), shape("a", 0.6, verdict="fallback-torch")]
+    wrong = [shape("a", None, correct=False)]
+    assert solve_rate([solved, fallback, wrong, []]) == 0.25
+    assert solve_rate([]) == 0.0
