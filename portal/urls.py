@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from evaluation import api as catalog_api
 from evaluation import views as catalog_views
+from leaderboard import views as board_views
 from submissions import api as submissions_api
 from submissions import views as submissions_views
 
@@ -12,6 +13,8 @@ urlpatterns = [
     path("", catalog_views.home, name="home"),
     path("releases/<int:pk>/", catalog_views.release_page, name="release"),
     path("releases/<int:pk>/<str:operator>/", catalog_views.operator_page, name="operator"),
+    path("boards/<int:pk>/<str:hardware>/", board_views.board_page, name="board"),
+    path("api/boards/<int:pk>/<str:hardware>/", board_views.board_export, name="board-export"),
     path("team/", submissions_views.team_page, name="team"),
     path("submit/", submissions_views.upload_page, name="upload"),
     path("submissions/<int:pk>/", submissions_views.submission_page, name="submission"),

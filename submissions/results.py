@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
@@ -17,7 +18,10 @@ from evaluation.harness.release import ShapeRoofline
 from evaluation.harness.results import PASSED
 from evaluation.harness.roofline import attainment, roofline_point
 from evaluation.models import HardwareProfile, Shape
+from evaluation.tasks import RESULTS_QUEUE
 from submissions.models import EvaluationJob, ShapeResult
+
+RESCORE_TASK = "leaderboard.rescore_submission"  # by name: leaderboard sits above this app
 
 TERMINAL = (EvaluationJob.Status.SCORED, EvaluationJob.Status.FAILED,
             EvaluationJob.Status.CANCELLED)
@@ -47,12 +51,19 @@ def record_event(kind: str, payload: dict[str, Any]) -> None:
             job.evaluator_version = str(result.get("evaluator_version", ""))[:30]
             job.status = EvaluationJob.Status.SCORED
             job.finished_at = now
+            _rescore_on_commit(job.candidate.submission_id)
         elif kind == "failed":
             job.status = EvaluationJob.Status.FAILED
             job.error = str(payload.get("reason", "evaluation failed"))
             job.infrastructure_failure = bool(payload.get("infrastructure", False))
             job.finished_at = now
         job.save()
+
+
+def _rescore_on_commit(submission_id: int) -> None:
+    # By task name: scores live in the leaderboard app, which sits above this one.
+    transaction.on_commit(lambda: current_app.send_task(
+        RESCORE_TASK, args=[submission_id], queue=RESULTS_QUEUE))
 
 
 def _store_shape(job: EvaluationJob, raw: dict[str, Any]) -> None:

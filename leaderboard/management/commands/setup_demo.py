@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from evaluation.catalog import release_import
+from leaderboard.services import weight_set_from_release
 from portal.accounts.models import Membership, Team
 
 FIXTURE = Path(settings.BASE_DIR) / "evaluation" / "releases" / "atrex-fixture"
@@ -21,6 +22,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         summary = release_import(path=FIXTURE)
+        weight_set_from_release(summary.release)
         team, _ = Team.objects.get_or_create(slug="demo", defaults={"name": "Demo team"})
         user, created = get_user_model().objects.get_or_create(username=DEMO_USER)
         if created:

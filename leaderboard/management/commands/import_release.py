@@ -1,4 +1,7 @@
-"""python manage.py import_release PATH [--name NAME]"""
+"""python manage.py import_release PATH [--name NAME]: catalog rows and the release's weights.
+
+Lives in the leaderboard app because it also creates the release's first weight set.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation.catalog import release_import
 from evaluation.harness.release import ReleaseError
+from leaderboard.services import weight_set_from_release
 
 
 class Command(BaseCommand):
@@ -23,8 +27,11 @@ class Command(BaseCommand):
             summary = release_import(path=options["path"], name=options["name"])
         except ReleaseError as exc:
             raise CommandError(f"release not imported: {exc}") from exc
+        weights = weight_set_from_release(summary.release)
         verb = "imported" if summary.created else "already imported, unchanged:"
         self.stdout.write(f"{verb} {summary.release} — {summary.operators} operators, "
                           f"{summary.shapes} shapes, hardware: {', '.join(summary.hardware)}")
+        self.stdout.write(f"weights: v{weights.version} from the release "
+                          f"({'active' if weights.active else 'inactive'})")
         for warning in summary.warnings:
             self.stdout.write(f"warning: {warning}")

@@ -1,0 +1,62 @@
+"""Weight sets (immutable, versioned, one active per release) and stored scores."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from evaluation.models import Release
+from submissions.models import Submission
+
+
+class WeightSet(models.Model):
+    class Source(models.TextChoices):
+        RELEASE = "release", "operator_importance.json at import"
+        MANUAL = "manual", "entered by an admin"
+        IMPORTANCE_FILE = "importance_file", "uploaded operator_importance.json"
+        TRACES = "traces", "derived from profiler traces"
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="weight_sets")
+    version = models.PositiveIntegerField()
+    weights = models.JSONField(help_text="operator -> weight, normalised to sum 1")
+    source = models.CharField(max_length=20, choices=Source.choices)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True,
+                               blank=True)
+    note = models.CharField(max_length=300, blank=True)
+    active = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["release", "version"], name="weight_set_version"),
+            models.UniqueConstraint(fields=["release"], condition=Q(active=True),
+                                    name="one_active_weight_set"),
+        ]
+        ordering = ["release", "-version"]
+
+    def __str__(self) -> str:
+        return f"{self.release} weights v{self.version}{' (active)' if self.active else ''}"
+
+
+class SubmissionScore(models.Model):
+    """Derived data: recomputed from stored shape results, never by re-running kernels."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="scores")
+    weight_set = models.ForeignKey(WeightSet, on_delete=models.CASCADE, related_name="scores")
+    ranked = models.BooleanField()
+    aggregate = models.FloatField(null=True)
+    unweighted_mean = models.FloatField(null=True)
+    memory = models.FloatField(null=True)
+    compute = models.FloatField(null=True)
+    prefill = models.FloatField(null=True)
+    decode = models.FloatField(null=True)
+    correctness_rate = models.FloatField()
+    dsl_adoption_rate = models.FloatField()
+    by_operator = models.JSONField()
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["submission", "weight_set"],
+                                               name="one_score_per_weight_set")]
+        indexes = [models.Index(fields=["weight_set", "-aggregate"])]

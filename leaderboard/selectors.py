@@ -1,0 +1,66 @@
+"""Boards: the best ranked submission per team under one weight set, as plain rows."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from django.http import Http404
+
+from evaluation.models import HardwareProfile, Release
+from leaderboard.models import SubmissionScore, WeightSet
+
+NUMBER_COLUMNS = ("aggregate", "memory", "compute", "prefill", "decode", "unweighted_mean",
+                  "correctness_rate", "dsl_adoption_rate")
+COLUMNS = ("rank", "team", "submission", *NUMBER_COLUMNS, "output_tokens", "agent", "model",
+           "date")
+
+
+def weight_set_for(release: Release, version: str | None) -> WeightSet:
+    sets = release.weight_sets.all()
+    chosen = sets.filter(version=int(version)) if version and version.isdigit() else \
+        sets.filter(active=True)
+    weight_set = chosen.first()
+    if weight_set is None:
+        raise Http404("no such weight set")
+    return weight_set
+
+
+def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
+               all_submissions: bool = False, sort: str = "aggregate") -> list[dict[str, Any]]:
+    scores = (SubmissionScore.objects
+              .filter(weight_set=weight_set, ranked=True, submission__hardware=hardware,
+                      submission__release=release, submission__team__hidden=False)
+              .select_related("submission__team"))
+    ordered = sorted(scores, key=lambda s: (-(s.aggregate or 0.0), s.submission.created_at))
+    rows: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    for score in ordered:
+        team = score.submission.team_id
+        if not all_submissions and team in seen:
+            continue
+        seen.add(team)
+        rows.append(_row(score, rank=len(rows) + 1))
+    if sort in NUMBER_COLUMNS and sort != "aggregate":
+        rows.sort(key=lambda r: -(r[sort] if r[sort] is not None else -1.0))
+    return rows
+
+
+def _row(score: SubmissionScore, rank: int) -> dict[str, Any]:
+    submission = score.submission
+    return {
+        "rank": rank, "team": submission.team.name, "submission": submission.pk,
+        **{column: getattr(score, column) for column in NUMBER_COLUMNS},
+        "output_tokens": submission.output_tokens, "agent": submission.agent,
+        "model": submission.model_name, "date": submission.created_at.date().isoformat(),
+    }
+
+
+def rows_as_csv(rows: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if row[k] is None else row[k]) for k in COLUMNS})
+    return buffer.getvalue()

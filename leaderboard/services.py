@@ -1,0 +1,189 @@
+"""Weight sets and stored scores: create, activate, rescore (no kernel is ever re-run)."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+
+from evaluation.harness.release import DTYPE_TO_PEAK_PATH
+from evaluation.models import HardwareProfile, Operator, Release, Shape
+from leaderboard.models import SubmissionScore, WeightSet
+from leaderboard.scoring import (
+    ScoringPolicy,
+    ShapeOutcome,
+    WeightError,
+    normalise_weights,
+    regime,
+    score_submission,
+)
+from portal.audit.models import audit
+from submissions.models import ShapeResult, Submission
+
+
+def weight_set_create(*, release: Release, weights: Mapping[str, float], source: str,
+                      author: Any = None, note: str = "") -> WeightSet:
+    """A new immutable version; validated (non-negative, one positive) and normalised."""
+    operators = list(release.operators.values_list("name", flat=True))
+    unknown = sorted(set(weights) - set(operators))
+    if unknown:
+        raise WeightError(f"no such operators in {release}: {', '.join(unknown)}")
+    normalised = normalise_weights(weights, operators)
+    with transaction.atomic():
+        version = (WeightSet.objects.select_for_update().filter(release=release)
+                   .aggregate(v=Max("version"))["v"] or 0) + 1
+        return WeightSet.objects.create(release=release, version=version, weights=normalised,
+                                        source=source, author=author if getattr(author, "pk", None)
+                                        else None, note=note)
+
+
+def weight_set_from_release(release: Release) -> WeightSet:
+    """Version 1 from the release's operator_importance.json (equal weights if it has none)."""
+    existing = release.weight_sets.filter(source=WeightSet.Source.RELEASE).first()
+    if existing is not None:
+        return existing
+    importance = getattr(release, "hidden", None)
+    scores = {op: float(entry["importance_score"])
+              for op, entry in (importance.importance if importance else {}).items()}
+    if not any(scores.values()):
+        scores = {name: 1.0 for name in release.operators.values_list("name", flat=True)}
+    weight_set = weight_set_create(release=release, weights=scores,
+                                   source=str(WeightSet.Source.RELEASE))
+    if not release.weight_sets.filter(active=True).exists():
+        weight_set_activate(weight_set=weight_set, actor=None)
+    return weight_set
+
+
+def weight_set_activate(*, weight_set: WeightSet, actor: Any) -> int:
+    """Make `weight_set` the release's active one and rescore every submission under it.
+
+    Returns the number of submissions rescored. The release's weight-set rows are locked, so
+    two activations cannot both leave a set active (the partial unique index backs this up).
+    """
+    with transaction.atomic():
+        sets = WeightSet.objects.select_for_update().filter(release=weight_set.release)
+        before = sets.filter(active=True).values_list("version", flat=True).first()
+        sets.filter(active=True).exclude(pk=weight_set.pk).update(active=False)
+        WeightSet.objects.filter(pk=weight_set.pk).update(active=True)
+        weight_set.active = True
+        count = rescore_weight_set(weight_set)
+        audit(actor=actor, action="weights.activate", target=f"release:{weight_set.release}",
+              before={"active_version": before}, after={"active_version": weight_set.version})
+    return count
+
+
+def rescore_weight_set(weight_set: WeightSet) -> int:
+    """Bulk: every submission of the release, scored under this weight set."""
+    submissions = list(Submission.objects.filter(release=weight_set.release)
+                       .select_related("hardware"))
+    context = _ScoringContext(weight_set.release)
+    rows = [_score_row(weight_set, s, context) for s in submissions]
+    SubmissionScore.objects.filter(weight_set=weight_set).delete()
+    SubmissionScore.objects.bulk_create(rows, batch_size=2000)
+    return len(rows)
+
+
+def rescore_submission(submission: Submission) -> None:
+    """After a job finished: this submission under every weight set of its release."""
+    context = _ScoringContext(submission.release)
+    with transaction.atomic():
+        for weight_set in submission.release.weight_sets.all():
+            row = _score_row(weight_set, submission, context)
+            SubmissionScore.objects.update_or_create(
+                submission=submission, weight_set=weight_set,
+                defaults={f: getattr(row, f) for f in _SCORE_FIELDS})
+
+
+_SCORE_FIELDS = ("ranked", "aggregate", "unweighted_mean", "memory", "compute", "prefill",
+                 "decode", "correctness_rate", "dsl_adoption_rate", "by_operator")
+
+
+class _ScoringContext:
+    """Per release, read once: operators, evaluated shapes, phases, regimes per hardware."""
+
+    def __init__(self, release: Release) -> None:
+        self.operators = {op.pk: op for op in Operator.objects.filter(release=release)
+                          .select_related("hidden")}
+        self.phases = {op.name: ((op.hidden.metadata or {}).get("phase") if hasattr(op, "hidden")
+                                 else None) for op in self.operators.values()}
+        self.shape_ids: dict[str, list[str]] = {op.name: [] for op in self.operators.values()}
+        for op_id, shape_id in (Shape.objects.filter(operator__release=release)
+                                .order_by("position").values_list("operator_id", "shape_id")):
+            if fnmatch.fnmatchcase(shape_id, settings.ATREX_SHAPE_FILTER):
+                self.shape_ids[self.operators[op_id].name].append(shape_id)
+        self._regimes: dict[tuple[str, str, str], str | None] = {}
+        self._subsets: dict[str, dict[str, set[str]]] = {}
+
+    def regime(self, operator: Operator, shape_id: str, hardware: HardwareProfile) -> str | None:
+        key = (operator.name, shape_id, hardware.name)
+        if key not in self._regimes:
+            self._regimes[key] = _shape_regime(operator, shape_id, hardware)
+        return self._regimes[key]
+
+    def subset_operators(self, hardware: HardwareProfile) -> dict[str, set[str]]:
+        """Which operators have memory-/compute-bound shapes on `hardware`, and which phases."""
+        if hardware.name not in self._subsets:
+            subsets: dict[str, set[str]] = {"memory": set(), "compute": set(), "prefill": set(),
+                                            "decode": set()}
+            for op in self.operators.values():
+                phase = self.phases.get(op.name) or ""
+                for part in ("prefill", "decode"):
+                    if part in phase:
+                        subsets[part].add(op.name)
+                for shape_id in self.shape_ids[op.name]:
+                    kind = self.regime(op, shape_id, hardware)
+                    if kind:
+                        subsets[kind].add(op.name)
+            self._subsets[hardware.name] = subsets
+        return self._subsets[hardware.name]
+
+
+def _shape_regime(operator: Operator, shape_id: str, hardware: HardwareProfile) -> str | None:
+    hidden = getattr(operator, "hidden", None)
+    entry = (((hidden.roofline if hidden else None) or {}).get("shapes") or {}).get(shape_id)
+    if not entry:
+        return None
+    w = entry["semantic_W_flops"]
+    if not w:
+        return "memory"
+    dominant = max(w, key=lambda d: w[d])  # the operator's main precision path
+    path = DTYPE_TO_PEAK_PATH[dominant]
+    ridge = hardware.peak_flops[path] / hardware.hbm_bytes_per_s
+    q = entry["semantic_Q_read_bytes"] + entry["semantic_Q_write_bytes"]
+    return regime(sum(w.values()), q, ridge)
+
+
+def submission_outcomes(submission: Submission, context: _ScoringContext) -> list[ShapeOutcome]:
+    results = (ShapeResult.objects.filter(job__candidate__submission=submission)
+               .select_related("shape", "job")
+               .only("status", "verdict", "attainment", "suspicious", "attempt", "job__attempts",
+                     "shape__shape_id", "shape__operator_id"))
+    outcomes = []
+    for result in results:
+        if result.attempt != result.job.attempts:
+            continue  # only the latest attempt counts
+        operator = context.operators[result.shape.operator_id]
+        outcomes.append(ShapeOutcome(
+            operator=operator.name, shape_id=result.shape.shape_id,
+            correct=result.status == "passed", verdict=result.verdict or None,
+            attainment=result.attainment, suspicious=result.suspicious,
+            regime=context.regime(operator, result.shape.shape_id, submission.hardware),
+            phase=context.phases.get(operator.name)))
+    return outcomes
+
+
+def _score_row(weight_set: WeightSet, submission: Submission,
+               context: _ScoringContext) -> SubmissionScore:
+    outcomes = submission_outcomes(submission, context)
+    score = score_submission(outcomes, weight_set.weights, ScoringPolicy(),
+                             context.subset_operators(submission.hardware))
+    return SubmissionScore(
+        submission=submission, weight_set=weight_set, ranked=score.ranked,
+        aggregate=score.aggregate, unweighted_mean=score.unweighted_mean, memory=score.memory,
+        compute=score.compute, prefill=score.prefill, decode=score.decode,
+        correctness_rate=score.correctness_rate, dsl_adoption_rate=score.dsl_adoption_rate,
+        by_operator=dict(score.by_operator))

@@ -1,0 +1,120 @@
+"""Weight sets, bulk rescoring and boards, with hand-computed numbers."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.core.management import call_command
+from django.db import IntegrityError
+from django.test import Client
+
+from evaluation.catalog import release_import
+from evaluation.models import HardwareProfile, Release, Shape
+from leaderboard.models import SubmissionScore, WeightSet
+from leaderboard.services import weight_set_activate, weight_set_create
+from portal.audit.models import AuditEntry
+from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
+from tests.conftest import FIXTURE_RELEASE
+from tests.factories import TeamFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def scored_submission(release: Release, team_name: str, attainment: dict[str, float]) -> Submission:
+    """A submission whose every shape of each operator reached `attainment[operator]`."""
+    team = TeamFactory(name=team_name)
+    submission = Submission.objects.create(team=team, release=release,
+                                           hardware=HardwareProfile.objects.get(name="H200"))
+    for operator, value in attainment.items():
+        op = release.operators.get(name=operator)
+        candidate = Candidate.objects.create(submission=submission, operator=op,
+                                             source="class Model: pass", sha256="0" * 64)
+        job = EvaluationJob.objects.create(candidate=candidate, status="scored", attempts=1)
+        for shape in Shape.objects.filter(operator=op):
+            ShapeResult.objects.create(job=job, attempt=1, shape=shape, status="passed",
+                                       verdict="native", attainment=value, raw={})
+    return submission
+
+
+@pytest.fixture
+def world() -> dict[str, Any]:
+    release = release_import(path=FIXTURE_RELEASE).release
+    scored_submission(release, "Red", {"rms_norm": 0.8, "gemm_fp16": 0.2})
+    scored_submission(release, "Blue", {"rms_norm": 0.2, "gemm_fp16": 0.6})
+    norm_only = weight_set_create(release=release, weights={"rms_norm": 1}, source="manual")
+    gemm_only = weight_set_create(release=release, weights={"gemm_fp16": 3}, source="manual")
+    return {"release": release, "norm_only": norm_only, "gemm_only": gemm_only}
+
+
+def board(release: Release, version: int | None = None) -> list[tuple[str, float]]:
+    query = f"?weights={version}" if version else ""
+    rows = Client().get(f"/api/boards/{release.pk}/H200/{query}").json()["rows"]
+    return [(r["team"], round(r["aggregate"], 6)) for r in rows]
+
+
+def test_activating_weights_reorders_the_board_without_running_anything(world: dict[str, Any]) -> None:
+    release = world["release"]
+    jobs_before = list(EvaluationJob.objects.values_list("pk", "status", "attempts"))
+    with mock.patch("submissions.services.dispatch_job") as dispatch:
+        assert weight_set_activate(weight_set=world["norm_only"], actor=None) == 2
+        assert board(release) == [("Red", 0.8), ("Blue", 0.2)]
+        weight_set_activate(weight_set=world["gemm_only"], actor=None)
+        assert board(release) == [("Blue", 0.6), ("Red", 0.2)]
+    dispatch.assert_not_called()
+    assert list(EvaluationJob.objects.values_list("pk", "status", "attempts")) == jobs_before
+    # The old version's board is unchanged and can still be viewed.
+    assert board(release, world["norm_only"].version) == [("Red", 0.8), ("Blue", 0.2)]
+    assert WeightSet.objects.filter(release=release, active=True).get() == world["gemm_only"]
+    entry = AuditEntry.objects.filter(action="weights.activate").first()
+    assert entry is not None and entry.after == {"active_version": world["gemm_only"].version}
+
+
+def test_weights_are_normalised_and_versions_are_immutable_rows(world: dict[str, Any]) -> None:
+    assert world["gemm_only"].weights["gemm_fp16"] == 1.0
+    assert world["gemm_only"].weights["rms_norm"] == 0.0
+    assert world["gemm_only"].version == world["norm_only"].version + 1
+
+
+def test_two_active_weight_sets_are_impossible(world: dict[str, Any]) -> None:
+    WeightSet.objects.filter(release=world["release"]).update(active=False)
+    WeightSet.objects.filter(pk=world["norm_only"].pk).update(active=True)
+    with pytest.raises(IntegrityError):
+        WeightSet.objects.filter(pk=world["gemm_only"].pk).update(active=True)
+
+
+def test_board_page_json_and_csv_show_the_same_numbers(world: dict[str, Any]) -> None:
+    release = world["release"]
+    weight_set_activate(weight_set=world["norm_only"], actor=None)
+    base = f"/boards/{release.pk}/H200/"
+    page = Client().get(base).content.decode()
+    json_rows = Client().get(f"/api/boards/{release.pk}/H200/").json()["rows"]
+    csv_rows = list(csv.DictReader(io.StringIO(
+        Client().get(f"/api/boards/{release.pk}/H200/?format=csv").content.decode())))
+    cells = re.findall(r"<tr><td>(\d+)</td><td>([^<]+)</td>.*?<td class=\"num\">([\d.]+)</td>",
+                       page)
+    assert [(int(rank), team, float(value)) for rank, team, value in cells] == [
+        (r["rank"], r["team"], round(r["aggregate"], 3)) for r in json_rows]
+    assert [(int(r["rank"]), r["team"], float(r["aggregate"])) for r in csv_rows] == [
+        (r["rank"], r["team"], r["aggregate"]) for r in json_rows]
+    assert [r["team"] for r in json_rows] == ["Red", "Blue"]
+
+
+def test_a_suspicious_result_keeps_the_submission_off_the_board(world: dict[str, Any]) -> None:
+    ShapeResult.objects.filter(job__candidate__submission__team__name="Red").update(
+        suspicious=True)
+    weight_set_activate(weight_set=world["norm_only"], actor=None)
+    assert board(world["release"]) == [("Blue", 0.2)]
+    assert SubmissionScore.objects.filter(ranked=False).count() == 1
+
+
+def test_import_release_creates_the_first_weight_set_active(capsys: pytest.CaptureFixture[str]) -> None:
+    call_command("import_release", str(FIXTURE_RELEASE))
+    assert "weights: v1 from the release (active)" in capsys.readouterr().out
+    weights = WeightSet.objects.get(active=True).weights
+    assert weights["causal_attention"] == pytest.approx(0.35 / sum(
+        [0.05, 0.12, 0.10, 0.30, 0.08, 0.35]))
