@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from evaluation.models import Operator, Release
+from evaluation.models import HardwareProfile, Operator, Release
 from evaluation.selectors import operators_public, public_files, releases_public
 
 
@@ -16,7 +16,8 @@ def home(request: HttpRequest) -> HttpResponse:
 def release_page(request: HttpRequest, pk: int) -> HttpResponse:
     release = get_object_or_404(Release, pk=pk)
     return render(request, "catalog/release.html",
-                  {"release": release, "operators": operators_public(release)})
+                  {"release": release, "operators": operators_public(release),
+                   "hardware": HardwareProfile.objects.order_by("name")})
 
 
 def operator_page(request: HttpRequest, pk: int, operator: str) -> HttpResponse:
