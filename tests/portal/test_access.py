@@ -12,6 +12,7 @@ from django.test import Client
 
 from evaluation.catalog import release_import
 from evaluation.models import HardwareProfile, Operator, Release
+from leaderboard.services import weight_set_from_release
 from portal.accounts.models import token_create
 from submissions.services import submission_create
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
@@ -28,6 +29,7 @@ HIDDEN_MARKERS = ("semantic_W_flops", "semantic_Q_read_bytes", "SOL_time_ms", "o
 @pytest.fixture
 def world() -> dict[str, Any]:
     release = release_import(path=FIXTURE_RELEASE).release
+    weight_set_from_release(release)
     red, blue = TeamFactory(name="Red"), TeamFactory(name="Blue")
     alice, bob = member_of(red, "alice"), member_of(blue, "bob")
     staff = UserFactory(username="staff", is_staff=True, is_superuser=True)
@@ -56,6 +58,8 @@ def urls(world: dict[str, Any]) -> dict[str, str]:
         "bundle": f"/api/releases/{release.pk}/bundle/",
         "bundle op": f"/api/releases/{release.pk}/bundle/?operator=rms_norm",
         "api schema": "/api/schema/", "api docs": "/api/docs/",
+        "board": f"/boards/{release.pk}/H200/", "board json": f"/api/boards/{release.pk}/H200/",
+        "board csv": f"/api/boards/{release.pk}/H200/?format=csv",
         "team page": "/team/", "upload page": "/submit/", "submission page": f"/submissions/{pk}/",
         "api submissions": "/api/submissions/", "api submission": f"/api/submissions/{pk}/",
         "api quota": "/api/quota/", "admin": "/admin/evaluation/operatorhidden/",
@@ -68,6 +72,8 @@ EXPECTED = {
     "api releases": (200, 200, 200, 200), "api operators": (200, 200, 200, 200),
     "bundle": (200, 200, 200, 200), "bundle op": (200, 200, 200, 200),
     "api schema": (200, 200, 200, 200), "api docs": (200, 200, 200, 200),
+    "board": (200, 200, 200, 200), "board json": (200, 200, 200, 200),
+    "board csv": (200, 200, 200, 200),
     "team page": (302, 200, 200, 404), "upload page": (302, 200, 200, 404),
     "submission page": (302, 200, 404, 200),
     "api submissions": (401, 200, 200, 200), "api submission": (401, 200, 404, 200),
