@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import csv
 import io
+import statistics
 from typing import Any
 
+from django.db.models import F
 from django.http import Http404
 
 from evaluation.models import HardwareProfile, Release
 from leaderboard.models import SubmissionScore, WeightSet
+from leaderboard.scoring import ShapeOutcome, solve_rate
+from submissions.models import ShapeResult
 
 NUMBER_COLUMNS = ("aggregate", "memory", "compute", "prefill", "decode", "unweighted_mean",
                   "correctness_rate", "dsl_adoption_rate")
@@ -64,3 +68,47 @@ def rows_as_csv(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         writer.writerow({k: ("" if row[k] is None else row[k]) for k in COLUMNS})
     return buffer.getvalue()
+
+
+def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
+                   operator: str) -> dict[str, Any]:
+    """Best S_op per team, and the operator's difficulty across teams."""
+    scores = (SubmissionScore.objects
+              .filter(weight_set=weight_set, ranked=True, submission__hardware=hardware,
+                      submission__release=release, submission__team__hidden=False,
+                      submission__candidates__operator__name=operator)
+              .select_related("submission__team"))
+    best: dict[int, tuple[float, SubmissionScore]] = {}
+    for score in scores:
+        value = (score.by_operator or {}).get(operator)
+        if value is None:
+            continue
+        team = score.submission.team_id
+        if team not in best or value > best[team][0]:
+            best[team] = (float(value), score)
+    ordered = sorted(best.values(), key=lambda item: (-item[0], item[1].submission.created_at))
+    rows = [{"rank": i + 1, "team": s.submission.team.name, "submission": s.submission.pk,
+             "score": value, "date": s.submission.created_at.date().isoformat()}
+            for i, (value, s) in enumerate(ordered)]
+    values = [value for value, _ in ordered]
+    return {
+        "operator": operator, "rows": rows, "teams": len(values),
+        "solve_rate": solve_rate(_operator_outcomes([s.submission_id for _, s in ordered],
+                                                    operator)),
+        "median_score": statistics.median(values) if values else None,
+    }
+
+
+def _operator_outcomes(submission_ids: list[int], operator: str) -> list[list[ShapeOutcome]]:
+    """Per submission, its latest attempt's shapes of `operator` (for the solve rate)."""
+    grouped: dict[int, list[ShapeOutcome]] = {pk: [] for pk in submission_ids}
+    results = (ShapeResult.objects
+               .filter(job__candidate__submission_id__in=submission_ids,
+                       job__candidate__operator__name=operator, attempt=F("job__attempts"))
+               .values_list("job__candidate__submission_id", "shape__shape_id", "status",
+                            "verdict", "attainment"))
+    for submission_id, shape_id, status, verdict, value in results:
+        grouped[submission_id].append(ShapeOutcome(
+            operator=operator, shape_id=shape_id, correct=status == "passed",
+            verdict=verdict or None, attainment=value))
+    return list(grouped.values())

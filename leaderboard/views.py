@@ -10,6 +10,7 @@ from leaderboard.selectors import (
     COLUMNS,
     NUMBER_COLUMNS,
     board_rows,
+    operator_board,
     rows_as_csv,
     weight_set_for,
 )
@@ -47,3 +48,15 @@ def board_export(request: HttpRequest, pk: int, hardware: str) -> HttpResponse:
         return response
     return JsonResponse({"release": str(release), "hardware": profile.name,
                          "weights_version": getattr(weight_set, "version", None), "rows": rows})
+
+
+def operator_board_export(request: HttpRequest, pk: int, hardware: str,
+                          operator: str) -> JsonResponse:
+    release = get_object_or_404(Release, pk=pk)
+    profile = get_object_or_404(HardwareProfile, name=hardware)
+    get_object_or_404(release.operators, name=operator)
+    weight_set = weight_set_for(release, request.GET.get("weights"))
+    data = operator_board(release=release, hardware=profile, weight_set=weight_set,
+                          operator=operator)
+    return JsonResponse({"release": str(release), "hardware": profile.name,
+                         "weights_version": weight_set.version, **data})

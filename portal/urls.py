@@ -15,6 +15,8 @@ urlpatterns = [
     path("releases/<int:pk>/<str:operator>/", catalog_views.operator_page, name="operator"),
     path("boards/<int:pk>/<str:hardware>/", board_views.board_page, name="board"),
     path("api/boards/<int:pk>/<str:hardware>/", board_views.board_export, name="board-export"),
+    path("api/boards/<int:pk>/<str:hardware>/operators/<str:operator>/",
+         board_views.operator_board_export, name="operator-board-export"),
     path("team/", submissions_views.team_page, name="team"),
     path("submit/", submissions_views.upload_page, name="upload"),
     path("submissions/<int:pk>/", submissions_views.submission_page, name="submission"),

@@ -25,7 +25,8 @@ from tests.factories import TeamFactory
 pytestmark = pytest.mark.django_db
 
 
-def scored_submission(release: Release, team_name: str, attainment: dict[str, float]) -> Submission:
+def scored_submission(release: Release, team_name: str, attainment: dict[str, float],
+                      status: str = "passed") -> Submission:
     """A submission whose every shape of each operator reached `attainment[operator]`."""
     team = TeamFactory(name=team_name)
     submission = Submission.objects.create(team=team, release=release,
@@ -36,8 +37,9 @@ def scored_submission(release: Release, team_name: str, attainment: dict[str, fl
                                              source="class Model: pass", sha256="0" * 64)
         job = EvaluationJob.objects.create(candidate=candidate, status="scored", attempts=1)
         for shape in Shape.objects.filter(operator=op):
-            ShapeResult.objects.create(job=job, attempt=1, shape=shape, status="passed",
-                                       verdict="native", attainment=value, raw={})
+            ShapeResult.objects.create(job=job, attempt=1, shape=shape, status=status,
+                                       verdict="native" if status == "passed" else "",
+                                       attainment=value, raw={})
     return submission
 
 
@@ -118,3 +120,18 @@ def test_import_release_creates_the_first_weight_set_active(capsys: pytest.Captu
     weights = WeightSet.objects.get(active=True).weights
     assert weights["causal_attention"] == pytest.approx(0.35 / sum(
         [0.05, 0.12, 0.10, 0.30, 0.08, 0.35]))
+
+
+def test_the_operator_board_ranks_teams_by_their_operator_score(world: dict[str, Any]) -> None:
+    release = world["release"]
+    scored_submission(release, "Green", {"rms_norm": 0.0}, status="failed")  # wrong everywhere
+    weight_set_activate(weight_set=world["norm_only"], actor=None)
+    data = Client().get(f"/api/boards/{release.pk}/H200/operators/gemm_fp16/").json()
+    assert [(r["team"], r["score"]) for r in data["rows"]] == [("Blue", 0.6), ("Red", 0.2)]
+    assert data["solve_rate"] == 1.0 and data["median_score"] == pytest.approx(0.4)
+    norm = Client().get(f"/api/boards/{release.pk}/H200/operators/rms_norm/").json()
+    assert [r["team"] for r in norm["rows"]] == ["Red", "Blue", "Green"]
+    # Solved = correct and native on every shape: Red and Blue, not Green.
+    assert norm["solve_rate"] == pytest.approx(2 / 3) and norm["median_score"] == 0.2
+    missing = Client().get(f"/api/boards/{release.pk}/H200/operators/nope/")
+    assert missing.status_code == 404
