@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import F, Max
 
 from evaluation.harness.release import DTYPE_TO_PEAK_PATH
 from evaluation.models import HardwareProfile, Operator, Release, Shape
@@ -77,11 +77,17 @@ def weight_set_activate(*, weight_set: WeightSet, actor: Any) -> int:
 
 
 def rescore_weight_set(weight_set: WeightSet) -> int:
-    """Bulk: every submission of the release, scored under this weight set."""
-    submissions = list(Submission.objects.filter(release=weight_set.release)
-                       .select_related("hardware"))
-    context = _ScoringContext(weight_set.release)
-    rows = [_score_row(weight_set, s, context) for s in submissions]
+    """Bulk: every submission of the release, scored under this weight set.
+
+    One query reads the latest attempt's results of every submission; nothing is re-run.
+    """
+    release = weight_set.release
+    submissions = {s.pk: s for s in Submission.objects.filter(release=release)
+                   .select_related("hardware")}
+    context = _ScoringContext(release)
+    outcomes = context.outcomes_by_submission(list(submissions.values()), whole_release=True)
+    rows = [_score_row(weight_set, s, context, outcomes.get(pk, [])) for pk, s in
+            submissions.items()]
     SubmissionScore.objects.filter(weight_set=weight_set).delete()
     SubmissionScore.objects.bulk_create(rows, batch_size=2000)
     return len(rows)
@@ -90,9 +96,10 @@ def rescore_weight_set(weight_set: WeightSet) -> int:
 def rescore_submission(submission: Submission) -> None:
     """After a job finished: this submission under every weight set of its release."""
     context = _ScoringContext(submission.release)
+    outcomes = context.outcomes_by_submission([submission]).get(submission.pk, [])
     with transaction.atomic():
         for weight_set in submission.release.weight_sets.all():
-            row = _score_row(weight_set, submission, context)
+            row = _score_row(weight_set, submission, context, outcomes)
             SubmissionScore.objects.update_or_create(
                 submission=submission, weight_set=weight_set,
                 defaults={f: getattr(row, f) for f in _SCORE_FIELDS})
@@ -106,6 +113,7 @@ class _ScoringContext:
     """Per release, read once: operators, evaluated shapes, phases, regimes per hardware."""
 
     def __init__(self, release: Release) -> None:
+        self.release = release
         self.operators = {op.pk: op for op in Operator.objects.filter(release=release)
                           .select_related("hidden")}
         self.phases = {op.name: ((op.hidden.metadata or {}).get("phase") if hasattr(op, "hidden")
@@ -123,6 +131,26 @@ class _ScoringContext:
         if key not in self._regimes:
             self._regimes[key] = _shape_regime(operator, shape_id, hardware)
         return self._regimes[key]
+
+    def outcomes_by_submission(self, submissions: list[Submission],
+                               whole_release: bool = False) -> dict[int, list[ShapeOutcome]]:
+        """The latest attempt's shape outcomes of each submission, in one query."""
+        hardware = {s.pk: s.hardware for s in submissions}
+        grouped: dict[int, list[ShapeOutcome]] = {pk: [] for pk in hardware}
+        which = ({"job__candidate__submission__release": self.release} if whole_release
+                 else {"job__candidate__submission__in": list(hardware)})
+        rows = (ShapeResult.objects.filter(**which, attempt=F("job__attempts"))
+                .values_list("job__candidate__submission_id", "shape__operator_id",
+                             "shape__shape_id", "status", "verdict", "attainment", "suspicious")
+                .iterator(chunk_size=20000))
+        for submission_id, operator_id, shape_id, status, verdict, value, suspicious in rows:
+            operator = self.operators[operator_id]
+            grouped[submission_id].append(ShapeOutcome(
+                operator=operator.name, shape_id=shape_id, correct=status == "passed",
+                verdict=verdict or None, attainment=value, suspicious=suspicious,
+                regime=self.regime(operator, shape_id, hardware[submission_id]),
+                phase=self.phases.get(operator.name)))
+        return grouped
 
     def subset_operators(self, hardware: HardwareProfile) -> dict[str, set[str]]:
         """Which operators have memory-/compute-bound shapes on `hardware`, and which phases."""
@@ -157,28 +185,8 @@ def _shape_regime(operator: Operator, shape_id: str, hardware: HardwareProfile) 
     return regime(sum(w.values()), q, ridge)
 
 
-def submission_outcomes(submission: Submission, context: _ScoringContext) -> list[ShapeOutcome]:
-    results = (ShapeResult.objects.filter(job__candidate__submission=submission)
-               .select_related("shape", "job")
-               .only("status", "verdict", "attainment", "suspicious", "attempt", "job__attempts",
-                     "shape__shape_id", "shape__operator_id"))
-    outcomes = []
-    for result in results:
-        if result.attempt != result.job.attempts:
-            continue  # only the latest attempt counts
-        operator = context.operators[result.shape.operator_id]
-        outcomes.append(ShapeOutcome(
-            operator=operator.name, shape_id=result.shape.shape_id,
-            correct=result.status == "passed", verdict=result.verdict or None,
-            attainment=result.attainment, suspicious=result.suspicious,
-            regime=context.regime(operator, result.shape.shape_id, submission.hardware),
-            phase=context.phases.get(operator.name)))
-    return outcomes
-
-
-def _score_row(weight_set: WeightSet, submission: Submission,
-               context: _ScoringContext) -> SubmissionScore:
-    outcomes = submission_outcomes(submission, context)
+def _score_row(weight_set: WeightSet, submission: Submission, context: _ScoringContext,
+               outcomes: list[ShapeOutcome]) -> SubmissionScore:
     score = score_submission(outcomes, weight_set.weights, ScoringPolicy(),
                              context.subset_operators(submission.hardware))
     return SubmissionScore(
