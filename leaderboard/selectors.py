@@ -112,3 +112,19 @@ def _operator_outcomes(submission_ids: list[int], operator: str) -> list[list[Sh
             operator=operator, shape_id=shape_id, correct=status == "passed",
             verdict=verdict or None, attainment=value))
     return list(grouped.values())
+
+
+def rank_changes(*, release: Release, hardware: HardwareProfile, before: WeightSet,
+                 after: WeightSet) -> list[dict[str, Any]]:
+    """Each team's rank and aggregate under two weight versions, biggest moves first."""
+    old = {r["team"]: r for r in board_rows(release=release, hardware=hardware, weight_set=before)}
+    new = {r["team"]: r for r in board_rows(release=release, hardware=hardware, weight_set=after)}
+    rows = []
+    for team in sorted(set(old) | set(new)):
+        was, now = old.get(team), new.get(team)
+        rows.append({
+            "team": team, "rank_before": was and was["rank"], "rank_after": now and now["rank"],
+            "aggregate_before": was and was["aggregate"], "aggregate_after": now and now["aggregate"],
+            "move": (was["rank"] - now["rank"]) if was and now else None,
+        })
+    return sorted(rows, key=lambda r: (-abs(r["move"] or 0), r["rank_after"] or 10**9))

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import json
+
+from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
 
 from evaluation.models import HardwareProfile, Release
+from leaderboard.scoring import WeightError
 from leaderboard.selectors import (
     COLUMNS,
     NUMBER_COLUMNS,
     board_rows,
     operator_board,
+    rank_changes,
     rows_as_csv,
     weight_set_for,
 )
+from leaderboard.services import weight_set_activate, weight_set_create
 
 
 def _board(request: HttpRequest, pk: int, hardware: str) -> tuple[Release, HardwareProfile, object,
@@ -60,3 +67,59 @@ def operator_board_export(request: HttpRequest, pk: int, hardware: str,
                           operator=operator)
     return JsonResponse({"release": str(release), "hardware": profile.name,
                          "weights_version": weight_set.version, **data})
+
+
+def rank_changes_export(request: HttpRequest, pk: int, hardware: str) -> JsonResponse:
+    """What changed between two weight versions (?from=A&to=B), as rank moves."""
+    release = get_object_or_404(Release, pk=pk)
+    profile = get_object_or_404(HardwareProfile, name=hardware)
+    before = weight_set_for(release, request.GET.get("from"))
+    after = weight_set_for(release, request.GET.get("to"))
+    return JsonResponse({"release": str(release), "hardware": profile.name,
+                         "from": before.version, "to": after.version,
+                         "rows": rank_changes(release=release, hardware=profile, before=before,
+                                              after=after)})
+
+
+@staff_member_required
+@require_http_methods(["GET", "POST"])
+def weights_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """Admins: weight versions of a release; create one (form or importance file), activate."""
+    release = get_object_or_404(Release, pk=pk)
+    error = None
+    if request.method == "POST":
+        try:
+            if "activate" in request.POST:
+                weight_set = get_object_or_404(release.weight_sets,
+                                               version=request.POST["activate"])
+                weight_set_activate(weight_set=weight_set, actor=request.user)
+            else:
+                weights, source = _posted_weights(request)
+                weight_set_create(release=release, weights=weights, source=source,
+                                  author=request.user, note=request.POST.get("note", "")[:300])
+            return redirect("weights", pk=release.pk)
+        except (WeightError, ValueError) as exc:
+            error = str(exc)
+    return render(request, "leaderboard/weights.html", {
+        "release": release, "weight_sets": release.weight_sets.order_by("-version"),
+        "operators": release.operators.order_by("name"), "error": error},
+        status=400 if error else 200)
+
+
+def _posted_weights(request: HttpRequest) -> tuple[dict[str, float], str]:
+    upload = request.FILES.get("importance")
+    if upload is not None:
+        try:
+            doc = json.loads(upload.read().decode("utf-8"))
+            entries = doc["operators"]
+            return ({op: float(e["importance_score"]) for op, e in entries.items()},
+                    "importance_file")
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError,
+                ValueError) as exc:
+            raise ValueError("the file is not an operator_importance.json "
+                             f"({type(exc).__name__}: {exc})") from None
+    weights = {}
+    for key, value in request.POST.items():
+        if key.startswith("w_") and value.strip():
+            weights[key[2:]] = float(value)
+    return weights, "manual"

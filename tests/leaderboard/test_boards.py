@@ -135,3 +135,38 @@ def test_the_operator_board_ranks_teams_by_their_operator_score(world: dict[str,
     assert norm["solve_rate"] == pytest.approx(2 / 3) and norm["median_score"] == 0.2
     missing = Client().get(f"/api/boards/{release.pk}/H200/operators/nope/")
     assert missing.status_code == 404
+
+
+def test_what_changed_between_two_versions(world: dict[str, Any]) -> None:
+    release = world["release"]
+    weight_set_activate(weight_set=world["norm_only"], actor=None)
+    weight_set_activate(weight_set=world["gemm_only"], actor=None)
+    before, after = world["norm_only"].version, world["gemm_only"].version
+    data = Client().get(f"/api/boards/{release.pk}/H200/changes/?from={before}&to={after}").json()
+    moves = {r["team"]: (r["rank_before"], r["rank_after"], r["move"]) for r in data["rows"]}
+    assert moves == {"Red": (1, 2, -1), "Blue": (2, 1, 1)}
+
+
+def test_admins_create_and_activate_weights_in_the_page(world: dict[str, Any]) -> None:
+    from tests.factories import UserFactory
+
+    release = world["release"]
+    admin = Client()
+    admin.force_login(UserFactory(username="root", is_staff=True))
+    url = f"/staff/releases/{release.pk}/weights/"
+    assert admin.post(url, {"w_rms_norm": "-1"}).status_code == 400  # negative refused
+    assert admin.post(url, {"w_rms_norm": "0"}).status_code == 400  # none positive
+    assert admin.post(url, {"w_rms_norm": "2", "w_gemm_fp16": "2", "note": "halves"}).status_code == 302
+    created = WeightSet.objects.get(note="halves")
+    assert created.weights["rms_norm"] == 0.5 and created.author.username == "root"
+    upload = io.BytesIO(b'{"operators": {"gemm_fp16": {"importance_score": 7}}}')
+    upload.name = "operator_importance.json"
+    assert admin.post(url, {"importance": upload}).status_code == 302
+    from_file = WeightSet.objects.get(source="importance_file")
+    assert from_file.weights["gemm_fp16"] == 1.0
+    admin.post(url, {"activate": created.version})
+    assert WeightSet.objects.get(release=release, active=True) == created
+    assert board(release) == [("Red", 0.5), ("Blue", 0.4)]  # (0.8+0.2)/2 and (0.2+0.6)/2
+    team_member = Client()
+    team_member.force_login(UserFactory(username="plain"))
+    assert team_member.get(url).status_code == 302  # to the admin sign-in
