@@ -1,6 +1,33 @@
+from typing import Any
+
 from django.contrib import admin
 
 from .models import Candidate, EvaluationJob, ShapeResult, Submission
+from .services import job_rerun, shape_result_review
+
+
+@admin.action(description="Re-run the evaluation (new attempt, no quota)")
+def rerun_submissions(modeladmin: Any, request: Any, queryset: Any) -> None:
+    for job in EvaluationJob.objects.filter(candidate__submission__in=queryset):
+        job_rerun(job=job, actor=request.user)
+
+
+@admin.action(description="Re-run (new attempt, no quota)")
+def rerun_jobs(modeladmin: Any, request: Any, queryset: Any) -> None:
+    for job in queryset:
+        job_rerun(job=job, actor=request.user)
+
+
+@admin.action(description="Accept the suspicious result as measured")
+def accept_results(modeladmin: Any, request: Any, queryset: Any) -> None:
+    for result in queryset.filter(suspicious=True).select_related("job__candidate"):
+        shape_result_review(result=result, accept=True, actor=request.user)
+
+
+@admin.action(description="Reject the suspicious result (scores 0)")
+def reject_results(modeladmin: Any, request: Any, queryset: Any) -> None:
+    for result in queryset.filter(suspicious=True).select_related("job__candidate"):
+        shape_result_review(result=result, accept=False, actor=request.user)
 
 
 class CandidateInline(admin.TabularInline):
@@ -16,6 +43,7 @@ class SubmissionAdmin(admin.ModelAdmin):
     list_display = ("id", "team", "release", "hardware", "agent", "model_name", "created_at")
     list_filter = ("release", "hardware", "team")
     inlines = [CandidateInline]
+    actions = [rerun_submissions]
 
 
 @admin.register(Candidate)
@@ -28,6 +56,7 @@ class EvaluationJobAdmin(admin.ModelAdmin):
     list_display = ("id", "candidate", "status", "attempts", "shapes_done", "shapes_total",
                     "heartbeat_at")
     list_filter = ("status",)
+    actions = [rerun_jobs]
 
 
 @admin.register(ShapeResult)
@@ -35,3 +64,5 @@ class ShapeResultAdmin(admin.ModelAdmin):
     list_display = ("job", "attempt", "shape", "status", "verdict", "median_s", "attainment",
                     "suspicious")
     list_filter = ("status", "verdict", "suspicious")
+    actions = [accept_results, reject_results]
+    readonly_fields = ("raw",)

@@ -17,8 +17,11 @@ from django.utils import timezone
 
 from evaluation.jobs import job_spec
 from evaluation.models import HardwareProfile, Operator, Release
+from evaluation.tasks import RESULTS_QUEUE
 from portal.accounts.models import Team
-from submissions.models import Candidate, EvaluationJob, Submission
+from portal.audit.models import audit
+from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
+from submissions.results import RESCORE_TASK
 from submissions.upload import UploadLimits, UploadRejected, read_upload
 
 ACTIVE = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.RUNNING)
@@ -150,3 +153,35 @@ def job_cancel(*, job: EvaluationJob) -> bool:
     updated = EvaluationJob.objects.filter(pk=job.pk, status__in=ACTIVE).update(
         status=EvaluationJob.Status.CANCELLED, finished_at=timezone.now())
     return bool(updated)
+
+
+def job_rerun(*, job: EvaluationJob, actor: object) -> None:
+    """Evaluate again as a new attempt (admins; no quota). Results of older attempts stay."""
+    with transaction.atomic():
+        before = {"status": job.status, "attempts": job.attempts}
+        EvaluationJob.objects.filter(pk=job.pk).update(
+            status=EvaluationJob.Status.QUEUED, error="", infrastructure_failure=False,
+            finished_at=None, shapes_done=0)
+        audit(actor=actor, action="job.rerun", target=f"job:{job.pk}", before=before,
+              after={"status": "queued"})
+        transaction.on_commit(lambda: dispatch_job(job.pk))
+
+
+def shape_result_review(*, result: ShapeResult, accept: bool, actor: object) -> None:
+    """Settle a quarantined (suspicious) result: accept it as measured, or reject it (0)."""
+    with transaction.atomic():
+        before = {"status": result.status, "attainment": result.attainment,
+                  "suspicious": result.suspicious}
+        if accept:
+            result.suspicious = False
+        else:
+            result.status, result.attainment, result.suspicious = "failed", 0.0, False
+            result.error = "rejected in admin review (attainment above 1 is impossible)"
+        result.save(update_fields=["status", "attainment", "suspicious", "error"])
+        audit(actor=actor, action="result.accept" if accept else "result.reject",
+              target=f"shape-result:{result.pk}", before=before,
+              after={"status": result.status, "attainment": result.attainment,
+                     "suspicious": result.suspicious})
+        submission_id = result.job.candidate.submission_id
+        transaction.on_commit(lambda: current_app.send_task(
+            RESCORE_TASK, args=[submission_id], queue=RESULTS_QUEUE))

@@ -1,6 +1,27 @@
+from typing import Any
+
 from django.contrib import admin
 
+from portal.audit.models import audit
+
 from .models import ApiToken, Membership, Team
+
+
+def _set_hidden(request: Any, queryset: Any, hidden: bool) -> None:
+    for team in queryset:
+        audit(actor=request.user, action="team.hide" if hidden else "team.show",
+              target=f"team:{team.slug}", before={"hidden": team.hidden}, after={"hidden": hidden})
+    queryset.update(hidden=hidden)
+
+
+@admin.action(description="Hide from public boards")
+def hide_teams(modeladmin: Any, request: Any, queryset: Any) -> None:
+    _set_hidden(request, queryset, True)
+
+
+@admin.action(description="Show on public boards")
+def show_teams(modeladmin: Any, request: Any, queryset: Any) -> None:
+    _set_hidden(request, queryset, False)
 
 
 class MembershipInline(admin.TabularInline):
@@ -13,6 +34,7 @@ class TeamAdmin(admin.ModelAdmin):
     list_display = ("name", "slug", "daily_submission_quota", "concurrent_job_quota", "hidden")
     prepopulated_fields = {"slug": ("name",)}
     inlines = [MembershipInline]
+    actions = [hide_teams, show_teams]
 
 
 @admin.register(Membership)

@@ -1,0 +1,84 @@
+"""Admin tools: re-run, review of suspicious results, hiding teams — all audited."""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.test import Client
+
+from leaderboard.services import rescore_submission, weight_set_activate
+from portal.accounts.models import Team
+from portal.audit.models import AuditEntry
+from submissions.models import EvaluationJob, ShapeResult
+from tests.factories import UserFactory
+from tests.leaderboard.test_boards import board, world  # noqa: F401 - the shared fixture
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client() -> Client:
+    client = Client()
+    client.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
+    return client
+
+
+def test_rejecting_a_suspicious_result_scores_it_zero(world: dict[str, Any],  # noqa: F811
+                                                     admin_client: Client,
+                                                     django_capture_on_commit_callbacks: Any) -> None:
+    result = ShapeResult.objects.filter(job__candidate__submission__team__name="Red").first()
+    assert result is not None
+    ShapeResult.objects.filter(pk=result.pk).update(suspicious=True, attainment=1.7)
+    with mock.patch("submissions.services.current_app.send_task") as send, \
+            django_capture_on_commit_callbacks(execute=True):
+        admin_client.post("/admin/submissions/shaperesult/",
+                          {"action": "reject_results", "_selected_action": [result.pk]})
+    result.refresh_from_db()
+    assert (result.status, result.attainment, result.suspicious) == ("failed", 0.0, False)
+    entry = AuditEntry.objects.get(action="result.reject")
+    assert entry.before["attainment"] == 1.7 and entry.actor.username == "root"
+    assert send.call_args.args[0] == "leaderboard.rescore_submission"
+
+
+def test_accepting_keeps_the_measurement(world: dict[str, Any],  # noqa: F811
+                                         admin_client: Client) -> None:
+    result = ShapeResult.objects.first()
+    assert result is not None
+    ShapeResult.objects.filter(pk=result.pk).update(suspicious=True)
+    with mock.patch("submissions.services.current_app.send_task"):
+        admin_client.post("/admin/submissions/shaperesult/",
+                          {"action": "accept_results", "_selected_action": [result.pk]})
+    result.refresh_from_db()
+    assert not result.suspicious and result.status == "passed"
+    assert AuditEntry.objects.filter(action="result.accept").count() == 1
+
+
+def test_rerun_starts_a_new_attempt_without_quota(world: dict[str, Any],  # noqa: F811
+                                                  admin_client: Client,
+                                                  django_capture_on_commit_callbacks: Any) -> None:
+    job = EvaluationJob.objects.first()
+    assert job is not None and job.attempts == 1
+    with mock.patch("submissions.services.current_app.send_task") as send, \
+            django_capture_on_commit_callbacks(execute=True):
+        admin_client.post("/admin/submissions/evaluationjob/",
+                          {"action": "rerun_jobs", "_selected_action": [job.pk]})
+    job.refresh_from_db()
+    assert job.status == "queued" and job.attempts == 2
+    spec = send.call_args.kwargs["args"][0]
+    assert send.call_args.kwargs["queue"] == "eval.H200" and spec["attempt"] == 2
+    assert AuditEntry.objects.filter(action="job.rerun").count() == 1
+
+
+def test_a_hidden_team_leaves_the_public_board(world: dict[str, Any],  # noqa: F811
+                                               admin_client: Client) -> None:
+    weight_set_activate(weight_set=world["norm_only"], actor=None)
+    red = Team.objects.get(name="Red")
+    admin_client.post("/admin/accounts/team/", {"action": "hide_teams",
+                                                "_selected_action": [red.pk]})
+    assert board(world["release"]) == [("Blue", 0.2)]
+    assert AuditEntry.objects.get(action="team.hide").after == {"hidden": True}
+    for submission in red.submissions.all():
+        rescore_submission(submission)  # hiding changes visibility, not scores
+    assert board(world["release"]) == [("Blue", 0.2)]
