@@ -170,10 +170,24 @@ class _ScoringContext:
         return self._subsets[hardware.name]
 
 
-def _shape_regime(operator: Operator, shape_id: str, hardware: HardwareProfile) -> str | None:
+def _roofline_entry(operator: Operator, shape_id: str) -> dict[str, Any] | None:
     hidden = getattr(operator, "hidden", None)
     entry = (((hidden.roofline if hidden else None) or {}).get("shapes") or {}).get(shape_id)
-    if not entry:
+    return entry or None
+
+
+def arithmetic_intensity(operator: Operator, shape_id: str) -> float | None:
+    """W / Q of a shape in FLOP per byte (for the roofline chart)."""
+    entry = _roofline_entry(operator, shape_id)
+    if entry is None:
+        return None
+    q = entry["semantic_Q_read_bytes"] + entry["semantic_Q_write_bytes"]
+    return sum(entry["semantic_W_flops"].values()) / q if q else None
+
+
+def _shape_regime(operator: Operator, shape_id: str, hardware: HardwareProfile) -> str | None:
+    entry = _roofline_entry(operator, shape_id)
+    if entry is None:
         return None
     w = entry["semantic_W_flops"]
     if not w:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from django.contrib.admin.views.decorators import staff_member_required
+from django.db.models import F
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
@@ -20,7 +21,9 @@ from leaderboard.selectors import (
     rows_as_csv,
     weight_set_for,
 )
-from leaderboard.services import weight_set_activate, weight_set_create
+from leaderboard.services import arithmetic_intensity, weight_set_activate, weight_set_create
+from submissions.models import ShapeResult
+from submissions.selectors import submission_visible
 
 
 def _board(request: HttpRequest, pk: int, hardware: str) -> tuple[Release, HardwareProfile, object,
@@ -123,3 +126,25 @@ def _posted_weights(request: HttpRequest) -> tuple[dict[str, float], str]:
         if key.startswith("w_") and value.strip():
             weights[key[2:]] = float(value)
     return weights, "manual"
+
+
+def submission_charts(request: HttpRequest, pk: int) -> JsonResponse:
+    """Data for the submission page's charts: roofline points and per-operator scores."""
+    submission = submission_visible(request, pk)
+    hardware = submission.hardware
+    results = (ShapeResult.objects
+               .filter(job__candidate__submission=submission, attempt=F("job__attempts"))
+               .select_related("shape__operator__hidden").order_by("shape__operator__name",
+                                                                    "shape__position"))
+    points = [{"operator": r.shape.operator.name, "shape": r.shape.shape_id,
+               "intensity": arithmetic_intensity(r.shape.operator, r.shape.shape_id),
+               "attainment": r.attainment, "verdict": r.verdict} for r in results]
+    active = submission.release.weight_sets.filter(active=True).first()
+    score = submission.scores.filter(weight_set=active).first() if active else None
+    return JsonResponse({
+        "ridge_bf16": hardware.peak_flops.get("bf16_tc", 0) / hardware.hbm_bytes_per_s,
+        "hardware": hardware.name,
+        "points": [p for p in points if p["intensity"] is not None],
+        "by_operator": score.by_operator if score else {},
+        "aggregate": score.aggregate if score else None,
+    })

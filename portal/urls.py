@@ -34,6 +34,8 @@ urlpatterns = [
          name="api-submissions"),
     path("api/submissions/<int:pk>/", submissions_api.SubmissionDetailApi.as_view(),
          name="api-submission"),
+    path("api/submissions/<int:pk>/charts/", board_views.submission_charts,
+         name="api-submission-charts"),
     path("api/submissions/<int:pk>/cancel/", submissions_api.SubmissionCancelApi.as_view(),
          name="api-submission-cancel"),
     path("api/quota/", submissions_api.QuotaApi.as_view(), name="api-quota"),

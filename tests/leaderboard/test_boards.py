@@ -170,3 +170,20 @@ def test_admins_create_and_activate_weights_in_the_page(world: dict[str, Any]) -
     team_member = Client()
     team_member.force_login(UserFactory(username="plain"))
     assert team_member.get(url).status_code == 302  # to the admin sign-in
+
+
+def test_submission_charts_give_points_and_operator_scores_to_the_team_only(
+        world: dict[str, Any]) -> None:
+    from tests.factories import member_of
+
+    weight_set_activate(weight_set=world["norm_only"], actor=None)
+    red = Submission.objects.get(team__name="Red")
+    client = Client()
+    client.force_login(member_of(red.team, "ruby"))
+    data = client.get(f"/api/submissions/{red.pk}/charts/").json()
+    assert len(data["points"]) == 8 + 8  # every shape of rms_norm and gemm_fp16
+    assert {p["attainment"] for p in data["points"]} == {0.8, 0.2}
+    assert all(p["intensity"] > 0 for p in data["points"])
+    assert data["by_operator"]["rms_norm"] == 0.8 and data["ridge_bf16"] == pytest.approx(206.04,
+                                                                                        rel=1e-3)
+    assert Client().get(f"/api/submissions/{red.pk}/charts/").status_code == 404
