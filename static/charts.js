@@ -44,6 +44,9 @@
     });
   }
   document.addEventListener("DOMContentLoaded", function () {
+    if (typeof Chart === "undefined") return;
+    // No animation: the numbers are the point, and screenshots must show final values.
+    Chart.defaults.animation = false;
     const holder = document.getElementById("charts");
     if (!holder) return;
     fetch(holder.dataset.url, { credentials: "same-origin" })
