@@ -42,6 +42,7 @@ def board_page(request: HttpRequest, pk: int, hardware: str) -> HttpResponse:
     template = "leaderboard/board.html" + ("#table" if request.htmx else "")
     response = render(request, template, {
         "release": release, "hardware": profile, "weight_set": weight_set, "rows": rows,
+        "operators": release.operators.order_by("name").values_list("name", flat=True),
         "columns": COLUMNS, "number_columns": NUMBER_COLUMNS,
         "versions": release.weight_sets.order_by("-version"),
         "sort": request.GET.get("sort", "aggregate")})
@@ -148,3 +149,15 @@ def submission_charts(request: HttpRequest, pk: int) -> JsonResponse:
         "by_operator": score.by_operator if score else {},
         "aggregate": score.aggregate if score else None,
     })
+
+
+def operator_board_page(request: HttpRequest, pk: int, hardware: str,
+                        operator: str) -> HttpResponse:
+    release = get_object_or_404(Release, pk=pk)
+    profile = get_object_or_404(HardwareProfile, name=hardware)
+    get_object_or_404(release.operators, name=operator)
+    weight_set = weight_set_for(release, request.GET.get("weights"))
+    data = operator_board(release=release, hardware=profile, weight_set=weight_set,
+                          operator=operator)
+    return render(request, "leaderboard/operator_board.html", {
+        "release": release, "hardware": profile, "weight_set": weight_set, **data})

@@ -14,6 +14,8 @@ urlpatterns = [
     path("releases/<int:pk>/", catalog_views.release_page, name="release"),
     path("releases/<int:pk>/<str:operator>/", catalog_views.operator_page, name="operator"),
     path("boards/<int:pk>/<str:hardware>/", board_views.board_page, name="board"),
+    path("boards/<int:pk>/<str:hardware>/operators/<str:operator>/",
+         board_views.operator_board_page, name="operator-board"),
     path("api/boards/<int:pk>/<str:hardware>/", board_views.board_export, name="board-export"),
     path("api/boards/<int:pk>/<str:hardware>/operators/<str:operator>/",
          board_views.operator_board_export, name="operator-board-export"),

@@ -187,3 +187,13 @@ def test_submission_charts_give_points_and_operator_scores_to_the_team_only(
     assert data["by_operator"]["rms_norm"] == 0.8 and data["ridge_bf16"] == pytest.approx(206.04,
                                                                                         rel=1e-3)
     assert Client().get(f"/api/submissions/{red.pk}/charts/").status_code == 404
+
+
+def test_the_operator_board_page_shows_the_json_numbers(world: dict[str, Any]) -> None:
+    release = world["release"]
+    weight_set_activate(weight_set=world["norm_only"], actor=None)
+    page = Client().get(f"/boards/{release.pk}/H200/operators/gemm_fp16/").content.decode()
+    cells = re.findall(r"<tr><td>(\d+)</td><td>([^<]+)</td><td>#\d+</td><td class=\"num\">([\d.]+)<",
+                       page)
+    assert cells == [("1", "Blue", "0.600"), ("2", "Red", "0.200")]
+    assert "solve rate (correct and native on every shape)\n   1.00" in page
