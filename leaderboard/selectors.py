@@ -7,6 +7,7 @@ import io
 import statistics
 from typing import Any
 
+from django.db import connection
 from django.db.models import F
 from django.http import Http404
 
@@ -31,17 +32,26 @@ def weight_set_for(release: Release, version: str | None) -> WeightSet:
     return weight_set
 
 
+_BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name",
+                 "submission__created_at", "submission__output_tokens", "submission__agent",
+                 "submission__model_name", *NUMBER_COLUMNS)
+
+
 def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
                all_submissions: bool = False, sort: str = "aggregate") -> list[dict[str, Any]]:
     scores = (SubmissionScore.objects
               .filter(weight_set=weight_set, ranked=True, submission__hardware=hardware,
                       submission__release=release, submission__team__hidden=False)
-              .select_related("submission__team"))
-    ordered = sorted(scores, key=lambda s: (-(s.aggregate or 0.0), s.submission.created_at))
+              .values(*_BOARD_FIELDS))  # plain rows: a board can hold 10,000 submissions
+    if not all_submissions and connection.vendor == "postgresql":
+        # The best submission per team, chosen by the database: one row per team comes back.
+        scores = scores.order_by("submission__team_id", F("aggregate").desc(nulls_last=True),
+                                 "submission__created_at").distinct("submission__team_id")
+    ordered = sorted(scores, key=lambda s: (-(s["aggregate"] or 0.0), s["submission__created_at"]))
     rows: list[dict[str, Any]] = []
     seen: set[int] = set()
     for score in ordered:
-        team = score.submission.team_id
+        team = score["submission__team_id"]
         if not all_submissions and team in seen:
             continue
         seen.add(team)
@@ -51,13 +61,14 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     return rows
 
 
-def _row(score: SubmissionScore, rank: int) -> dict[str, Any]:
-    submission = score.submission
+def _row(score: dict[str, Any], rank: int) -> dict[str, Any]:
     return {
-        "rank": rank, "team": submission.team.name, "submission": submission.pk,
-        **{column: getattr(score, column) for column in NUMBER_COLUMNS},
-        "output_tokens": submission.output_tokens, "agent": submission.agent,
-        "model": submission.model_name, "date": submission.created_at.date().isoformat(),
+        "rank": rank, "team": score["submission__team__name"],
+        "submission": score["submission_id"],
+        **{column: score[column] for column in NUMBER_COLUMNS},
+        "output_tokens": score["submission__output_tokens"], "agent": score["submission__agent"],
+        "model": score["submission__model_name"],
+        "date": score["submission__created_at"].date().isoformat(),
     }
 
 
