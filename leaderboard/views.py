@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.db.models import F
@@ -61,14 +62,22 @@ def board_export(request: HttpRequest, pk: int, hardware: str) -> HttpResponse:
                          "weights_version": getattr(weight_set, "version", None), "rows": rows})
 
 
-def operator_board_export(request: HttpRequest, pk: int, hardware: str,
-                          operator: str) -> JsonResponse:
+def _operator_board(request: HttpRequest, pk: int, hardware: str,
+                    operator: str) -> dict[str, Any]:
+    """What the operator board's page and its JSON both show."""
     release = get_object_or_404(Release, pk=pk)
     profile = get_object_or_404(HardwareProfile, name=hardware)
     get_object_or_404(release.operators, name=operator)
     weight_set = weight_set_for(release, request.GET.get("weights"))
-    data = operator_board(release=release, hardware=profile, weight_set=weight_set,
-                          operator=operator)
+    return {"release": release, "hardware": profile, "weight_set": weight_set,
+            **operator_board(release=release, hardware=profile, weight_set=weight_set,
+                             operator=operator)}
+
+
+def operator_board_export(request: HttpRequest, pk: int, hardware: str,
+                          operator: str) -> JsonResponse:
+    data = _operator_board(request, pk, hardware, operator)
+    release, profile, weight_set = data.pop("release"), data.pop("hardware"), data.pop("weight_set")
     return JsonResponse({"release": str(release), "hardware": profile.name,
                          "weights_version": weight_set.version, **data})
 
@@ -153,11 +162,5 @@ def submission_charts(request: HttpRequest, pk: int) -> JsonResponse:
 
 def operator_board_page(request: HttpRequest, pk: int, hardware: str,
                         operator: str) -> HttpResponse:
-    release = get_object_or_404(Release, pk=pk)
-    profile = get_object_or_404(HardwareProfile, name=hardware)
-    get_object_or_404(release.operators, name=operator)
-    weight_set = weight_set_for(release, request.GET.get("weights"))
-    data = operator_board(release=release, hardware=profile, weight_set=weight_set,
-                          operator=operator)
-    return render(request, "leaderboard/operator_board.html", {
-        "release": release, "hardware": profile, "weight_set": weight_set, **data})
+    return render(request, "leaderboard/operator_board.html",
+                  _operator_board(request, pk, hardware, operator))
