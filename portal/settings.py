@@ -126,9 +126,11 @@ if CELERY_BROKER_URL == "filesystem://":
         "data_folder_in": str(_broker / "queue"),
         "data_folder_out": str(_broker / "queue"),
         "processed_folder": str(_broker / "processed"),
+        # Exchange tables; kombu's default is ./control, i.e. wherever the process started.
+        "control_folder": str(_broker / "control"),
         "store_processed": False,
     }
-    for _folder in ("queue", "processed"):  # the transport expects its folders to exist
+    for _folder in ("queue", "processed", "control"):  # the transport expects its folders to exist
         (_broker / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
