@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from evaluation.harness.release import HardwareProfile as HardwareSpec
+
 
 class HardwareProfile(models.Model):
     name = models.CharField(max_length=50, unique=True)
@@ -20,6 +22,12 @@ class HardwareProfile(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def as_spec(self) -> HardwareSpec:
+        """The harness's plain profile (roofline arithmetic runs on it)."""
+        return HardwareSpec(name=self.name, arch=self.arch or None, peak_flops=self.peak_flops,
+                            hbm_bytes_per_s=self.hbm_bytes_per_s,
+                            launch_floor_s=self.launch_floor_s)
 
     @property
     def queue(self) -> str:
@@ -33,6 +41,9 @@ class Release(models.Model):
     content_sha256 = models.CharField(max_length=64)
     dsl = models.CharField(max_length=30, default="triton")
     dsl_ratio_threshold = models.FloatField(default=0.95)
+    fallback_scores_zero = models.BooleanField(
+        default=True, help_text="Scoring policy: a correct but fallback shape (PyTorch, vendor "
+        "library, torch.compile) scores 0. Off: it scores its attainment.")
     imported_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -49,6 +60,9 @@ class Release(models.Model):
 class ReleaseHidden(models.Model):
     release = models.OneToOneField(Release, on_delete=models.CASCADE, related_name="hidden")
     importance = models.JSONField(default=dict, help_text="operator_importance.json as imported")
+    trace_rules = models.JSONField(default=dict, blank=True,
+                                   help_text="data/trace_rules.json: which profiler kernels and "
+                                   "ranges belong to which operator (evaluation/traces.py)")
 
 
 class Operator(models.Model):

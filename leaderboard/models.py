@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from evaluation.models import Release
+from evaluation.models import HardwareProfile, Release
 from submissions.models import Submission
 
 
@@ -24,6 +24,9 @@ class WeightSet(models.Model):
     author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True,
                                blank=True)
     note = models.CharField(max_length=300, blank=True)
+    report = models.JSONField(default=dict, blank=True,
+                              help_text="how the weights were derived (trace import: shares "
+                              "per operator and phase, unattributed share)")
     active = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -53,6 +56,8 @@ class SubmissionScore(models.Model):
     decode = models.FloatField(null=True)
     correctness_rate = models.FloatField()
     dsl_adoption_rate = models.FloatField()
+    mixed_shapes = models.PositiveIntegerField(default=0)
+    fallback_shapes = models.PositiveIntegerField(default=0)
     by_operator = models.JSONField()
     computed_at = models.DateTimeField(auto_now=True)
 
@@ -60,3 +65,30 @@ class SubmissionScore(models.Model):
         constraints = [models.UniqueConstraint(fields=["submission", "weight_set"],
                                                name="one_score_per_weight_set")]
         indexes = [models.Index(fields=["weight_set", "-aggregate"])]
+
+
+class ScoreSummary(models.Model):
+    """A submission's weight-independent scores (scoring.SubmissionSummary as JSON).
+
+    Written when its jobs finish; activating weights only combines these, so a bulk
+    rescore never reads shape results again.
+    """
+
+    submission = models.OneToOneField(Submission, on_delete=models.CASCADE, primary_key=True,
+                                      related_name="score_summary")
+    summary = models.JSONField()
+    computed_at = models.DateTimeField(auto_now=True)
+
+
+class BoardFreeze(models.Model):
+    """A frozen board shows only submissions made up to `frozen_at` (e.g. after a deadline)."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="freezes")
+    hardware = models.ForeignKey(HardwareProfile, on_delete=models.CASCADE)
+    frozen_at = models.DateTimeField()
+    frozen_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL,
+                                  null=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["release", "hardware"],
+                                               name="one_freeze_per_board")]

@@ -17,7 +17,7 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-NATIVE = "native"
+NATIVE, MIXED = "native", "mixed"
 MEMORY, COMPUTE = "memory", "compute"
 
 
@@ -56,6 +56,8 @@ class SubmissionScore:
     decode: float | None
     correctness_rate: float
     dsl_adoption_rate: float
+    mixed_shapes: int = 0  # correct shapes partly in the DSL (badged on boards)
+    fallback_shapes: int = 0  # correct shapes run by PyTorch, a vendor library or torch.compile
 
 
 def shape_score(outcome: ShapeOutcome, policy: ScoringPolicy = ScoringPolicy()) -> float | None:
@@ -116,10 +118,57 @@ SUBSETS: Mapping[str, Callable[[ShapeOutcome], bool]] = {
 }
 
 
-def score_submission(outcomes: Sequence[ShapeOutcome], weights: Mapping[str, float],
-                     policy: ScoringPolicy = ScoringPolicy(),
-                     subset_operators: Mapping[str, Iterable[str]] | None = None) -> SubmissionScore:
-    """Every number a board shows for one submission. `weights` spans the release.
+@dataclass(frozen=True)
+class SubmissionSummary:
+    """Everything about a submission's results that does not depend on the weights.
+
+    Stored once per submission when its jobs finish; a weight change only re-runs
+    `combine` over these summaries, which is what makes a bulk rescore cheap.
+    """
+
+    ranked: bool
+    by_operator: Mapping[str, float | None]
+    by_subset: Mapping[str, Mapping[str, float | None]]  # subset -> operator -> S over its shapes
+    shapes: int
+    correct: int
+    native: int
+    mixed: int = 0
+    fallback: int = 0
+
+    def as_json(self) -> dict[str, object]:
+        return {"ranked": self.ranked, "by_operator": dict(self.by_operator),
+                "by_subset": {k: dict(v) for k, v in self.by_subset.items()},
+                "shapes": self.shapes, "correct": self.correct, "native": self.native,
+                "mixed": self.mixed, "fallback": self.fallback}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> SubmissionSummary:
+        return cls(ranked=bool(data["ranked"]), by_operator=data["by_operator"],  # type: ignore[arg-type]
+                   by_subset=data["by_subset"],  # type: ignore[arg-type]
+                   shapes=int(data["shapes"]), correct=int(data["correct"]),  # type: ignore[call-overload]
+                   native=int(data["native"]),  # type: ignore[call-overload]
+                   mixed=int(data.get("mixed", 0)),  # type: ignore[call-overload]
+                   fallback=int(data.get("fallback", 0)))  # type: ignore[call-overload]
+
+
+def summarise(outcomes: Sequence[ShapeOutcome],
+              policy: ScoringPolicy = ScoringPolicy()) -> SubmissionSummary:
+    """Per-operator medians, overall and per subset, and the rates' counts."""
+    return SubmissionSummary(
+        ranked=not any(o.suspicious for o in outcomes),
+        by_operator=_by_operator(outcomes, policy, lambda o: True),
+        by_subset={name: _by_operator(outcomes, policy, keep) for name, keep in SUBSETS.items()},
+        shapes=len(outcomes),
+        correct=sum(o.correct for o in outcomes),
+        native=sum(o.correct and o.verdict == NATIVE for o in outcomes),
+        mixed=sum(o.correct and o.verdict == MIXED for o in outcomes),
+        fallback=sum(o.correct and (o.verdict or "").startswith("fallback") for o in outcomes),
+    )
+
+
+def combine(summary: SubmissionSummary, weights: Mapping[str, float],
+            subset_operators: Mapping[str, Iterable[str]] | None = None) -> SubmissionScore:
+    """Every number a board shows for one submission, under `weights` (spanning the release).
 
     `subset_operators` names, per subset ("memory", "compute", "prefill", "decode"), the
     release's operators that have shapes in it, so an operator a team left out still
@@ -127,21 +176,32 @@ def score_submission(outcomes: Sequence[ShapeOutcome], weights: Mapping[str, flo
     """
     normalised = normalise_weights(weights, weights)
     operators = sorted(normalised)
-    by_operator = _by_operator(outcomes, policy, lambda o: True)
-    total = len(outcomes)
-    correct = sum(o.correct for o in outcomes)
-    native = sum(o.correct and o.verdict == NATIVE for o in outcomes)
+    by_operator = summary.by_operator
+    total = summary.shapes
+    subsets = {}
+    for name in SUBSETS:
+        scores = summary.by_subset.get(name, {})
+        members = set(scores) if subset_operators is None else set(subset_operators.get(name, ()))
+        present = [op for op in normalised if op in members and normalised[op] > 0]
+        subsets[name] = (weighted_score(scores, normalise_weights(normalised, present))
+                         if present else None)
     return SubmissionScore(
-        ranked=not any(o.suspicious for o in outcomes),
+        ranked=summary.ranked,
         aggregate=weighted_score(by_operator, normalised),
         unweighted_mean=unweighted_mean(by_operator, operators),
         by_operator={op: by_operator.get(op, 0.0) for op in operators},
-        **{name: _subset(outcomes, normalised, policy, keep,
-                         None if subset_operators is None else subset_operators.get(name, ()))
-           for name, keep in SUBSETS.items()},
-        correctness_rate=correct / total if total else 0.0,
-        dsl_adoption_rate=native / total if total else 0.0,
+        **subsets,
+        correctness_rate=summary.correct / total if total else 0.0,
+        dsl_adoption_rate=summary.native / total if total else 0.0,
+        mixed_shapes=summary.mixed, fallback_shapes=summary.fallback,
     )
+
+
+def score_submission(outcomes: Sequence[ShapeOutcome], weights: Mapping[str, float],
+                     policy: ScoringPolicy = ScoringPolicy(),
+                     subset_operators: Mapping[str, Iterable[str]] | None = None) -> SubmissionScore:
+    """`combine(summarise(outcomes))`: scoring from shape outcomes in one step."""
+    return combine(summarise(outcomes, policy), weights, subset_operators)
 
 
 def solve_rate(operator_results: Iterable[Sequence[ShapeOutcome]]) -> float:
@@ -158,15 +218,3 @@ def _by_operator(outcomes: Iterable[ShapeOutcome], policy: ScoringPolicy,
         if keep(outcome):
             grouped.setdefault(outcome.operator, []).append(shape_score(outcome, policy))
     return {op: operator_score(scores) for op, scores in grouped.items()}
-
-
-def _subset(outcomes: Sequence[ShapeOutcome], weights: Mapping[str, float], policy: ScoringPolicy,
-            keep: Callable[[ShapeOutcome], bool],
-            operators: Iterable[str] | None) -> float | None:
-    """S over the shapes `keep` selects; weights renormalised over the subset's operators."""
-    by_operator = _by_operator(outcomes, policy, keep)
-    members = set(by_operator) if operators is None else set(operators)
-    present = [op for op in weights if op in members and weights[op] > 0]
-    if not present:
-        return None
-    return weighted_score(by_operator, normalise_weights(weights, present))

@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Max
+from django.utils import timezone
 
 from evaluation.harness.release import DTYPE_TO_PEAK_PATH
 from evaluation.models import HardwareProfile, Operator, Release, Shape
-from leaderboard.models import SubmissionScore, WeightSet
+from leaderboard.models import BoardFreeze, ScoreSummary, SubmissionScore, WeightSet
 from leaderboard.scoring import (
     ScoringPolicy,
     ShapeOutcome,
+    SubmissionSummary,
     WeightError,
+    combine,
     normalise_weights,
     regime,
-    score_submission,
+    summarise,
 )
 from portal.audit.models import audit
 from submissions.models import ShapeResult, Submission
@@ -79,34 +82,86 @@ def weight_set_activate(*, weight_set: WeightSet, actor: Any) -> int:
 def rescore_weight_set(weight_set: WeightSet) -> int:
     """Bulk: every submission of the release, scored under this weight set.
 
-    One query reads the latest attempt's results of every submission; nothing is re-run.
+    Reads each submission's stored summary (computing the few that are missing from
+    their shape results) and combines it with the weights; no kernel is re-run and no
+    shape result is read for a submission that already has its summary.
     """
     release = weight_set.release
-    submissions = {s.pk: s for s in Submission.objects.filter(release=release)
-                   .select_related("hardware")}
     context = _ScoringContext(release)
-    outcomes = context.outcomes_by_submission(list(submissions.values()), whole_release=True)
-    rows = [_score_row(weight_set, s, context, outcomes.get(pk, [])) for pk, s in
-            submissions.items()]
+    hardware = {h.pk: h for h in HardwareProfile.objects.all()}
+    stored = {pk: SubmissionSummary.from_json(data) for pk, data in
+              ScoreSummary.objects.filter(submission__release=release)
+              .values_list("submission_id", "summary").iterator(chunk_size=2000)}
+    on = dict(Submission.objects.filter(release=release).values_list("pk", "hardware_id"))
+    missing = [pk for pk in on if pk not in stored]
+    if missing:
+        stored.update(summaries_rebuild(release, Submission.objects.filter(pk__in=missing)
+                                        .select_related("hardware"), context))
+    rows = [_score_row(weight_set, pk, stored[pk],
+                       context.subset_operators(hardware[hardware_id]))
+            for pk, hardware_id in on.items()]
     SubmissionScore.objects.filter(weight_set=weight_set).delete()
     SubmissionScore.objects.bulk_create(rows, batch_size=2000)
     return len(rows)
 
 
 def rescore_submission(submission: Submission) -> None:
-    """After a job finished: this submission under every weight set of its release."""
+    """After a job finished: its summary afresh, then its score under every weight set."""
     context = _ScoringContext(submission.release)
-    outcomes = context.outcomes_by_submission([submission]).get(submission.pk, [])
+    summary = summaries_rebuild(submission.release, [submission], context)[submission.pk]
+    subsets = context.subset_operators(submission.hardware)
     with transaction.atomic():
         for weight_set in submission.release.weight_sets.all():
-            row = _score_row(weight_set, submission, context, outcomes)
+            row = _score_row(weight_set, submission.pk, summary, subsets)
             SubmissionScore.objects.update_or_create(
                 submission=submission, weight_set=weight_set,
                 defaults={f: getattr(row, f) for f in _SCORE_FIELDS})
 
 
+def summaries_rebuild(release: Release, submissions: Iterable[Submission] | None = None,
+                      context: _ScoringContext | None = None) -> dict[int, SubmissionSummary]:
+    """Summaries from the latest attempt's shape results (all of the release's by default).
+
+    Needed when results change (a job finished, a review) or the release's fallback
+    policy changes; weight changes never need it.
+    """
+    context = context or _ScoringContext(release)
+    chosen = list(submissions if submissions is not None
+                  else Submission.objects.filter(release=release).select_related("hardware"))
+    outcomes = context.outcomes_by_submission(chosen, whole_release=submissions is None)
+    summaries = {s.pk: summarise(outcomes.get(s.pk, []), _policy(release, s)) for s in chosen}
+    ScoreSummary.objects.bulk_create(
+        [ScoreSummary(submission_id=pk, summary=summary.as_json())
+         for pk, summary in summaries.items()],
+        update_conflicts=True, unique_fields=["submission"], update_fields=["summary"],
+        batch_size=2000)
+    return summaries
+
+
+def release_set_fallback_policy(*, release: Release, fallback_scores_zero: bool,
+                                actor: Any) -> None:
+    """Change how fallback shapes score, then rebuild the release's summaries and scores."""
+    with transaction.atomic():
+        before = release.fallback_scores_zero
+        Release.objects.filter(pk=release.pk).update(fallback_scores_zero=fallback_scores_zero)
+        release.fallback_scores_zero = fallback_scores_zero
+        summaries_rebuild(release)
+        for weight_set in release.weight_sets.all():
+            rescore_weight_set(weight_set)
+        audit(actor=actor, action="release.fallback_policy", target=f"release:{release}",
+              before={"fallback_scores_zero": before},
+              after={"fallback_scores_zero": fallback_scores_zero})
+
+
+def _policy(release: Release, submission: Submission) -> ScoringPolicy:
+    # Baselines are PyTorch by design: they show what the reference itself attains.
+    return ScoringPolicy(fallback_scores_zero=release.fallback_scores_zero
+                         and not submission.baseline)
+
+
 _SCORE_FIELDS = ("ranked", "aggregate", "unweighted_mean", "memory", "compute", "prefill",
-                 "decode", "correctness_rate", "dsl_adoption_rate", "by_operator")
+                 "decode", "correctness_rate", "dsl_adoption_rate", "mixed_shapes",
+                 "fallback_shapes", "by_operator")
 
 
 class _ScoringContext:
@@ -129,7 +184,7 @@ class _ScoringContext:
     def regime(self, operator: Operator, shape_id: str, hardware: HardwareProfile) -> str | None:
         key = (operator.name, shape_id, hardware.name)
         if key not in self._regimes:
-            self._regimes[key] = _shape_regime(operator, shape_id, hardware)
+            self._regimes[key] = shape_regime(operator, shape_id, hardware)
         return self._regimes[key]
 
     def outcomes_by_submission(self, submissions: list[Submission],
@@ -185,7 +240,7 @@ def arithmetic_intensity(operator: Operator, shape_id: str) -> float | None:
     return sum(entry["semantic_W_flops"].values()) / q if q else None
 
 
-def _shape_regime(operator: Operator, shape_id: str, hardware: HardwareProfile) -> str | None:
+def shape_regime(operator: Operator, shape_id: str, hardware: HardwareProfile) -> str | None:
     entry = _roofline_entry(operator, shape_id)
     if entry is None:
         return None
@@ -199,13 +254,39 @@ def _shape_regime(operator: Operator, shape_id: str, hardware: HardwareProfile) 
     return regime(sum(w.values()), q, ridge)
 
 
-def _score_row(weight_set: WeightSet, submission: Submission, context: _ScoringContext,
-               outcomes: list[ShapeOutcome]) -> SubmissionScore:
-    score = score_submission(outcomes, weight_set.weights, ScoringPolicy(),
-                             context.subset_operators(submission.hardware))
+def _score_row(weight_set: WeightSet, submission_id: int, summary: SubmissionSummary,
+               subsets: Mapping[str, set[str]]) -> SubmissionScore:
+    score = combine(summary, weight_set.weights, subsets)
     return SubmissionScore(
-        submission=submission, weight_set=weight_set, ranked=score.ranked,
+        submission_id=submission_id, weight_set=weight_set, ranked=score.ranked,
         aggregate=score.aggregate, unweighted_mean=score.unweighted_mean, memory=score.memory,
         compute=score.compute, prefill=score.prefill, decode=score.decode,
         correctness_rate=score.correctness_rate, dsl_adoption_rate=score.dsl_adoption_rate,
+        mixed_shapes=score.mixed_shapes, fallback_shapes=score.fallback_shapes,
         by_operator=dict(score.by_operator))
+
+
+def board_freeze_set(*, release: Release, hardware: HardwareProfile, actor: Any) -> BoardFreeze:
+    """Freeze a board now: later submissions are still evaluated, but not shown on it."""
+    with transaction.atomic():
+        freeze, created = BoardFreeze.objects.select_for_update().get_or_create(
+            release=release, hardware=hardware,
+            defaults={"frozen_at": timezone.now(), "frozen_by": _user(actor)})
+        if created:
+            audit(actor=actor, action="board.freeze", target=f"board:{release}/{hardware}",
+                  before={"frozen_at": None}, after={"frozen_at": freeze.frozen_at.isoformat()})
+    return freeze
+
+
+def board_unfreeze(*, release: Release, hardware: HardwareProfile, actor: Any) -> None:
+    with transaction.atomic():
+        freeze = (BoardFreeze.objects.select_for_update()
+                  .filter(release=release, hardware=hardware).first())
+        if freeze is not None:
+            freeze.delete()
+            audit(actor=actor, action="board.unfreeze", target=f"board:{release}/{hardware}",
+                  before={"frozen_at": freeze.frozen_at.isoformat()}, after={"frozen_at": None})
+
+
+def _user(actor: Any) -> Any:
+    return actor if getattr(actor, "pk", None) else None

@@ -10,6 +10,11 @@ from portal.accounts.models import Team
 
 
 class Submission(models.Model):
+    class Baseline(models.TextChoices):
+        NONE = "", "not a baseline"
+        PYTORCH = "pytorch", "PyTorch reference"
+        TORCH_COMPILE = "torch_compile", "torch.compile reference"
+
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="submissions")
     release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="submissions")
     hardware = models.ForeignKey(HardwareProfile, on_delete=models.PROTECT)
@@ -18,6 +23,9 @@ class Submission(models.Model):
     model_name = models.CharField(max_length=100, blank=True)
     output_tokens = models.PositiveBigIntegerField(null=True, blank=True)
     notes = models.TextField(blank=True)
+    # The release's own references, evaluated by the portal: shown beside the board, never ranked.
+    baseline = models.CharField(max_length=20, choices=Baseline.choices, blank=True,
+                                default=Baseline.NONE)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

@@ -13,11 +13,10 @@ from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
-from evaluation.harness.release import HardwareProfile as HardwareSpec
 from evaluation.harness.release import ShapeRoofline
 from evaluation.harness.results import PASSED
 from evaluation.harness.roofline import attainment, roofline_point
-from evaluation.models import HardwareProfile, Shape
+from evaluation.models import Shape
 from evaluation.tasks import RESULTS_QUEUE
 from submissions.models import EvaluationJob, ShapeResult
 
@@ -108,7 +107,7 @@ def _roofline(job: EvaluationJob, shape_id: str, raw: dict[str, Any],
     shape = ShapeRoofline(w_flops=entry["semantic_W_flops"],
                           q_read_bytes=int(entry["semantic_Q_read_bytes"]),
                           q_write_bytes=int(entry["semantic_Q_write_bytes"]))
-    point = roofline_point(shape, _hardware_spec(job.candidate.submission.hardware))
+    point = roofline_point(shape, job.candidate.submission.hardware.as_spec())
     result: dict[str, Any] = {"sol_s": point.sol_s}
     median = timing.get("median_s")
     if raw.get("status") == PASSED and timing.get("measured") and median:
@@ -120,9 +119,3 @@ def _roofline(job: EvaluationJob, shape_id: str, raw: dict[str, Any],
     elif raw.get("status") != PASSED:
         result["attainment"] = 0.0
     return result
-
-
-def _hardware_spec(profile: HardwareProfile) -> HardwareSpec:
-    return HardwareSpec(name=profile.name, arch=profile.arch or None,
-                        peak_flops=profile.peak_flops, hbm_bytes_per_s=profile.hbm_bytes_per_s,
-                        launch_floor_s=profile.launch_floor_s)

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from leaderboard.scoring import (
     ScoringPolicy,
     ShapeOutcome,
+    SubmissionSummary,
     WeightError,
+    combine,
     normalise_weights,
     operator_score,
     regime,
     score_submission,
     shape_score,
     solve_rate,
+    summarise,
     weighted_score,
 )
 
@@ -110,3 +115,25 @@ def test_solve_rate_across_teams() -> None:
     wrong = [shape("a", None, correct=False)]
     assert solve_rate([solved, fallback, wrong, []]) == 0.25
     assert solve_rate([]) == 0.0
+
+
+def test_a_stored_summary_gives_the_same_scores_under_any_weights() -> None:
+    outcomes = [
+        shape("gemm", 0.6, regime="compute", phase="prefill", sid="g1"),
+        shape("gemm", 0.2, regime="memory", phase="prefill", sid="g2"),
+        shape("norm", 0.5, regime="memory", phase="decode", sid="n1"),
+        shape("norm", 0.9, verdict="mixed", regime="memory", phase="decode", sid="n2"),
+        shape("norm", 0.7, verdict="fallback-vendor", regime="memory", phase="decode", sid="n3"),
+    ]
+    summary = summarise(outcomes)
+    # Medians per operator and per subset do not depend on the weights.
+    assert summary.by_operator == {"gemm": pytest.approx(0.4), "norm": 0.0}
+    assert summary.by_subset["memory"] == {"gemm": 0.2, "norm": 0.0}
+    assert summary.by_subset["compute"] == {"gemm": 0.6}
+    assert (summary.shapes, summary.correct, summary.native) == (5, 5, 3)
+    assert (summary.mixed, summary.fallback) == (1, 1)
+    stored = SubmissionSummary.from_json(json.loads(json.dumps(summary.as_json())))
+    for weights in ({"gemm": 1, "norm": 1}, {"gemm": 0, "norm": 2, "attn": 5}):
+        assert combine(stored, weights) == score_submission(outcomes, weights)
+    lenient = summarise(outcomes, ScoringPolicy(fallback_scores_zero=False))
+    assert lenient.by_operator["norm"] == pytest.approx(0.7)  # median of 0.5, 0.9, 0.7
