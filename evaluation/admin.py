@@ -18,7 +18,9 @@ class OperatorInline(admin.TabularInline):
 @admin.register(Release)
 class ReleaseAdmin(admin.ModelAdmin):
     list_display = ("name", "version", "dsl", "dsl_ratio_threshold", "imported_at")
-    readonly_fields = ("content_sha256", "imported_at")
+    # The fallback policy changes scores: it is set on the release's weights page, which
+    # rescores every submission (and writes the audit log); not editable here.
+    readonly_fields = ("content_sha256", "imported_at", "fallback_scores_zero")
     inlines = [OperatorInline]
 
 

@@ -5,21 +5,29 @@ from __future__ import annotations
 import csv
 import io
 import statistics
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import connection
 from django.db.models import F
 from django.http import Http404
 
-from evaluation.models import HardwareProfile, Release
-from leaderboard.models import SubmissionScore, WeightSet
-from leaderboard.scoring import ShapeOutcome, solve_rate
-from submissions.models import ShapeResult
+from evaluation.harness.release import ShapeRoofline
+from evaluation.harness.roofline import roofline_point
+from evaluation.models import HardwareProfile, Operator, Release
+from leaderboard.models import BoardFreeze, SubmissionScore, WeightSet
+from leaderboard.scoring import ScoringPolicy, ShapeOutcome, combine, solve_rate, summarise
+from leaderboard.services import shape_regime
+from submissions.models import ShapeResult, Submission
 
 NUMBER_COLUMNS = ("aggregate", "memory", "compute", "prefill", "decode", "unweighted_mean",
                   "correctness_rate", "dsl_adoption_rate")
 COLUMNS = ("rank", "team", "submission", *NUMBER_COLUMNS, "output_tokens", "agent", "model",
-           "date")
+           "date", "badges")
+# The boards of one release and hardware: each ranks teams by one of the stored scores.
+BOARDS = {"aggregate": "Aggregate (S_agg)", "memory": "Memory-bound shapes",
+          "compute": "Compute-bound shapes", "prefill": "Prefill operators",
+          "decode": "Decode operators"}
 
 
 def weight_set_for(release: Release, version: str | None) -> WeightSet:
@@ -32,36 +40,61 @@ def weight_set_for(release: Release, version: str | None) -> WeightSet:
     return weight_set
 
 
+def board_freeze(release: Release, hardware: HardwareProfile) -> BoardFreeze | None:
+    return (BoardFreeze.objects.filter(release=release, hardware=hardware)
+            .select_related("frozen_by").first())
+
+
 _BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name",
                  "submission__created_at", "submission__output_tokens", "submission__agent",
-                 "submission__model_name", *NUMBER_COLUMNS)
+                 "submission__model_name", "ranked", "mixed_shapes", "fallback_shapes",
+                 *NUMBER_COLUMNS)
 
 
 def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
-               all_submissions: bool = False, sort: str = "aggregate") -> list[dict[str, Any]]:
+               all_submissions: bool = False, sort: str = "aggregate",
+               board: str = "aggregate") -> list[dict[str, Any]]:
+    """Ranked rows of one board: each team's best submission by the board's score.
+
+    With `all_submissions`, every submission is a row, quarantined ones too (unranked,
+    badged). A frozen board leaves out submissions made after it was frozen.
+    """
+    if board not in BOARDS:
+        raise Http404("no such board")
     scores = (SubmissionScore.objects
-              .filter(weight_set=weight_set, ranked=True, submission__hardware=hardware,
-                      submission__release=release, submission__team__hidden=False)
+              .filter(weight_set=weight_set, submission__hardware=hardware,
+                      submission__release=release, submission__team__hidden=False,
+                      submission__baseline="")
               .values(*_BOARD_FIELDS))  # plain rows: a board can hold 10,000 submissions
-    if not all_submissions and connection.vendor == "postgresql":
-        # The best submission per team, chosen by the database: one row per team comes back.
-        scores = scores.order_by("submission__team_id", F("aggregate").desc(nulls_last=True),
-                                 "submission__created_at").distinct("submission__team_id")
-    ordered = sorted(scores, key=lambda s: (-(s["aggregate"] or 0.0), s["submission__created_at"]))
+    if board != "aggregate":
+        scores = scores.filter(**{f"{board}__isnull": False})
+    freeze = board_freeze(release, hardware)
+    if freeze is not None:
+        scores = scores.filter(submission__created_at__lte=freeze.frozen_at)
+    if not all_submissions:
+        scores = scores.filter(ranked=True)
+        if connection.vendor == "postgresql":
+            # The best submission per team, chosen by the database: one row per team comes back.
+            scores = scores.order_by("submission__team_id", F(board).desc(nulls_last=True),
+                                     "submission__created_at").distinct("submission__team_id")
+    ordered = sorted(scores, key=lambda s: (not s["ranked"], -(s[board] or 0.0),
+                                            s["submission__created_at"]))
     rows: list[dict[str, Any]] = []
     seen: set[int] = set()
+    rank = 0
     for score in ordered:
         team = score["submission__team_id"]
         if not all_submissions and team in seen:
             continue
         seen.add(team)
-        rows.append(_row(score, rank=len(rows) + 1))
-    if sort in NUMBER_COLUMNS and sort != "aggregate":
+        rank += score["ranked"]
+        rows.append(_row(score, rank=rank if score["ranked"] else None))
+    if sort in NUMBER_COLUMNS and sort != board:
         rows.sort(key=lambda r: -(r[sort] if r[sort] is not None else -1.0))
     return rows
 
 
-def _row(score: dict[str, Any], rank: int) -> dict[str, Any]:
+def _row(score: dict[str, Any], rank: int | None) -> dict[str, Any]:
     return {
         "rank": rank, "team": score["submission__team__name"],
         "submission": score["submission_id"],
@@ -69,16 +102,140 @@ def _row(score: dict[str, Any], rank: int) -> dict[str, Any]:
         "output_tokens": score["submission__output_tokens"], "agent": score["submission__agent"],
         "model": score["submission__model_name"],
         "date": score["submission__created_at"].date().isoformat(),
+        "badges": _badges(score),
     }
 
 
-def rows_as_csv(rows: list[dict[str, Any]]) -> str:
+def _badges(score: dict[str, Any]) -> list[str]:
+    badges = []
+    if not score["ranked"]:
+        badges.append("suspicious")
+    if score["fallback_shapes"]:
+        badges.append("fallback")
+    if score["mixed_shapes"]:
+        badges.append("mixed")
+    return badges
+
+
+def baseline_rows(*, release: Release, hardware: HardwareProfile,
+                  weight_set: WeightSet) -> list[dict[str, Any]]:
+    """Unranked rows beside the board: the newest evaluation of each reference baseline,
+    and the release's own production timings where they were taken on this hardware."""
+    rows = []
+    labels = dict(Submission.Baseline.choices)
+    newest = (SubmissionScore.objects
+              .filter(weight_set=weight_set, submission__hardware=hardware,
+                      submission__release=release)
+              .exclude(submission__baseline="")
+              .order_by("submission__baseline", "-submission__created_at")
+              .values(*_BOARD_FIELDS, "submission__baseline"))
+    seen = set()
+    for score in newest:
+        kind = score["submission__baseline"]
+        if kind in seen:
+            continue
+        seen.add(kind)
+        row = _row(score, rank=None)
+        row["team"] = labels[kind]
+        row["badges"] = ["baseline"]
+        rows.append(row)
+    production = production_baseline(release=release, hardware=hardware, weight_set=weight_set)
+    if production is not None:
+        rows.append(production)
+    return rows
+
+
+def production_baseline(*, release: Release, hardware: HardwareProfile,
+                        weight_set: WeightSet) -> dict[str, Any] | None:
+    """The release's production timings (metadata.json) scored like a submission.
+
+    Only shapes timed on this hardware count, and the weights are renormalised over the
+    operators that have such timings; the row says how much of the weight it covers.
+    """
+    outcomes, frameworks = _production_outcomes(release, hardware)
+    covered = {o.operator for o in outcomes}
+    weights = {op: w for op, w in weight_set.weights.items() if op in covered}
+    if not any(weights.values()):
+        return None
+    score = combine(summarise(outcomes, ScoringPolicy(fallback_scores_zero=False)), weights)
+    share = sum(weights.values())
+    return {
+        "rank": None, "team": f"Production ({', '.join(sorted(frameworks)) or 'timings'})",
+        "submission": None,
+        **{c: getattr(score, c) for c in NUMBER_COLUMNS
+           if c not in ("correctness_rate", "dsl_adoption_rate")},
+        "correctness_rate": None, "dsl_adoption_rate": None, "output_tokens": None,
+        "agent": "", "model": "", "date": "",
+        "badges": ["baseline", f"{len(covered)} operators, {share:.0%} of the weight"],
+    }
+
+
+def _production_outcomes(release: Release,
+                         hardware: HardwareProfile) -> tuple[list[ShapeOutcome], set[str]]:
+    profile = hardware.as_spec()
+    wanted = _sku(hardware.name)
+    outcomes, frameworks = [], set()
+    for op in Operator.objects.filter(release=release).select_related("hidden"):
+        hidden = getattr(op, "hidden", None)
+        if hidden is None:
+            continue
+        metadata, roofline = hidden.metadata or {}, (hidden.roofline or {}).get("shapes") or {}
+        for shape_id, meta in (metadata.get("shapes") or {}).items():
+            timings = (meta or {}).get("production_performance") or {}
+            timing = next((t for sku, t in timings.items() if _sku(sku) == wanted), None)
+            entry = roofline.get(shape_id)
+            if not timing or not entry or not timing.get("performance_us"):
+                continue
+            point = roofline_point(ShapeRoofline(
+                w_flops=entry["semantic_W_flops"], q_read_bytes=entry["semantic_Q_read_bytes"],
+                q_write_bytes=entry["semantic_Q_write_bytes"]), profile)
+            if timing.get("framework"):
+                frameworks.add(str(timing["framework"]))
+            outcomes.append(ShapeOutcome(
+                operator=op.name, shape_id=shape_id, correct=True, verdict="native",
+                attainment=point.sol_s / (float(timing["performance_us"]) * 1e-6),
+                regime=shape_regime(op, shape_id, hardware), phase=metadata.get("phase")))
+    return outcomes, frameworks
+
+
+def _sku(name: str) -> str:
+    """"H100 SXM", "h100_sxm" and "H100-SXM" name the same hardware."""
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def analysis_points(*, release: Release, hardware: HardwareProfile,
+                    weight_set: WeightSet) -> list[dict[str, Any]]:
+    """Every ranked submission that reported output tokens: tokens spent against S_agg."""
+    rows = (SubmissionScore.objects
+            .filter(weight_set=weight_set, ranked=True, submission__hardware=hardware,
+                    submission__release=release, submission__team__hidden=False,
+                    submission__baseline="", submission__output_tokens__isnull=False,
+                    aggregate__isnull=False)
+            .values("submission_id", "submission__team__name", "submission__agent",
+                    "submission__model_name", "submission__output_tokens", "aggregate")
+            .order_by("submission__output_tokens"))
+    return [{"submission": r["submission_id"], "team": r["submission__team__name"],
+             "agent": r["submission__agent"], "model": r["submission__model_name"],
+             "output_tokens": r["submission__output_tokens"], "aggregate": r["aggregate"]}
+            for r in rows]
+
+
+def rows_as_csv(rows: Sequence[dict[str, Any]], baselines: Sequence[dict[str, Any]] = ()) -> str:
+    """The board's rows, then its unranked baseline rows (rank empty, badged "baseline")."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()
-    for row in rows:
-        writer.writerow({k: ("" if row[k] is None else row[k]) for k in COLUMNS})
+    for row in [*rows, *baselines]:
+        writer.writerow({k: _csv_cell(row[k]) for k in COLUMNS})
     return buffer.getvalue()
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return "; ".join(value)
+    return value
 
 
 def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,

@@ -1,4 +1,5 @@
-"""Aggregate board: page (sortable with htmx), JSON and CSV with the same numbers."""
+"""Boards (aggregate, per regime, per phase, per operator), analysis and what-changed pages,
+with JSON and CSV exports that carry the same numbers as the pages; admin board tools."""
 
 from __future__ import annotations
 
@@ -6,60 +7,114 @@ import json
 from typing import Any
 
 from django.contrib.admin.views.decorators import staff_member_required
+from django.core.paginator import Paginator
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from evaluation.models import HardwareProfile, Release
 from leaderboard.scoring import WeightError
 from leaderboard.selectors import (
+    BOARDS,
     COLUMNS,
     NUMBER_COLUMNS,
+    analysis_points,
+    baseline_rows,
+    board_freeze,
     board_rows,
     operator_board,
     rank_changes,
     rows_as_csv,
     weight_set_for,
 )
-from leaderboard.services import arithmetic_intensity, weight_set_activate, weight_set_create
+from leaderboard.services import (
+    arithmetic_intensity,
+    board_freeze_set,
+    board_unfreeze,
+    release_set_fallback_policy,
+    weight_set_activate,
+    weight_set_create,
+)
 from submissions.models import ShapeResult
 from submissions.selectors import submission_visible
 
+PAGE_SIZE = 50  # rows per board page; the JSON and CSV exports carry every row
 
-def _board(request: HttpRequest, pk: int, hardware: str) -> tuple[Release, HardwareProfile, object,
-                                                                   list[dict[str, object]]]:
+
+def _board(request: HttpRequest, pk: int, hardware: str,
+           board: str = "aggregate") -> dict[str, Any]:
+    """What a board's page and its exports both show."""
     release = get_object_or_404(Release, pk=pk)
     profile = get_object_or_404(HardwareProfile, name=hardware)
     weight_set = weight_set_for(release, request.GET.get("weights"))
+    board = request.GET.get("board", board)
     rows = board_rows(release=release, hardware=profile, weight_set=weight_set,
                       all_submissions=request.GET.get("all") == "1",
-                      sort=request.GET.get("sort", "aggregate"))
-    return release, profile, weight_set, rows
+                      sort=request.GET.get("sort", board), board=board)
+    return {"release": release, "hardware": profile, "weight_set": weight_set, "board": board,
+            "rows": rows, "freeze": board_freeze(release, profile),
+            "baselines": baseline_rows(release=release, hardware=profile,
+                                       weight_set=weight_set)}
 
 
-def board_page(request: HttpRequest, pk: int, hardware: str) -> HttpResponse:
-    release, profile, weight_set, rows = _board(request, pk, hardware)
+def board_page(request: HttpRequest, pk: int, hardware: str,
+               board: str = "aggregate") -> HttpResponse:
+    data = _board(request, pk, hardware, board)
+    page = Paginator(data.pop("rows"), PAGE_SIZE).get_page(request.GET.get("page"))
+    release = data["release"]
+    query = request.GET.copy()  # what sorting and paging links keep
+    query.pop("page", None)
+    query.pop("sort", None)
     template = "leaderboard/board.html" + ("#table" if request.htmx else "")
     response = render(request, template, {
-        "release": release, "hardware": profile, "weight_set": weight_set, "rows": rows,
+        **data, "page": page, "rows": page.object_list, "boards": BOARDS,
+        "board_title": BOARDS[data["board"]],
         "operators": release.operators.order_by("name").values_list("name", flat=True),
         "columns": COLUMNS, "number_columns": NUMBER_COLUMNS,
         "versions": release.weight_sets.order_by("-version"),
-        "sort": request.GET.get("sort", "aggregate")})
+        "sort": request.GET.get("sort", data["board"]), "query": query.urlencode(),
+        "show_all": request.GET.get("all") == "1"})
     response["Vary"] = "HX-Request"
     return response
 
 
-def board_export(request: HttpRequest, pk: int, hardware: str) -> HttpResponse:
-    release, profile, weight_set, rows = _board(request, pk, hardware)
+def board_export(request: HttpRequest, pk: int, hardware: str,
+                 board: str = "aggregate") -> HttpResponse:
+    data = _board(request, pk, hardware, board)
+    release, profile = data["release"], data["hardware"]
     if request.GET.get("format") == "csv":
-        response = HttpResponse(rows_as_csv(rows), content_type="text/csv")
+        response = HttpResponse(rows_as_csv(data["rows"], data["baselines"]),
+                                content_type="text/csv")
         response["Content-Disposition"] = (
-            f'attachment; filename="{release.name}-v{release.version}-{profile.name}.csv"')
+            f'attachment; filename="{release.name}-v{release.version}-{profile.name}-'
+            f'{data["board"]}.csv"')
         return response
+    freeze = data["freeze"]
     return JsonResponse({"release": str(release), "hardware": profile.name,
-                         "weights_version": getattr(weight_set, "version", None), "rows": rows})
+                         "board": data["board"], "weights_version": data["weight_set"].version,
+                         "frozen_at": freeze.frozen_at.isoformat() if freeze else None,
+                         "rows": data["rows"], "baselines": data["baselines"]})
+
+
+def analysis_page(request: HttpRequest, pk: int, hardware: str) -> HttpResponse:
+    """Output tokens an agent spent against the S_agg it reached, one point per submission."""
+    release = get_object_or_404(Release, pk=pk)
+    profile = get_object_or_404(HardwareProfile, name=hardware)
+    weight_set = weight_set_for(release, request.GET.get("weights"))
+    return render(request, "leaderboard/analysis.html", {
+        "release": release, "hardware": profile, "weight_set": weight_set,
+        "points": analysis_points(release=release, hardware=profile, weight_set=weight_set)})
+
+
+def analysis_export(request: HttpRequest, pk: int, hardware: str) -> JsonResponse:
+    release = get_object_or_404(Release, pk=pk)
+    profile = get_object_or_404(HardwareProfile, name=hardware)
+    weight_set = weight_set_for(release, request.GET.get("weights"))
+    return JsonResponse({"release": str(release), "hardware": profile.name,
+                         "weights_version": weight_set.version,
+                         "points": analysis_points(release=release, hardware=profile,
+                                                   weight_set=weight_set)})
 
 
 def _operator_board(request: HttpRequest, pk: int, hardware: str,
@@ -82,16 +137,42 @@ def operator_board_export(request: HttpRequest, pk: int, hardware: str,
                          "weights_version": weight_set.version, **data})
 
 
-def rank_changes_export(request: HttpRequest, pk: int, hardware: str) -> JsonResponse:
-    """What changed between two weight versions (?from=A&to=B), as rank moves."""
+def _rank_changes(request: HttpRequest, pk: int, hardware: str) -> dict[str, Any]:
+    """What changed between two weight versions (?from=A&to=B; default: previous -> active)."""
     release = get_object_or_404(Release, pk=pk)
     profile = get_object_or_404(HardwareProfile, name=hardware)
-    before = weight_set_for(release, request.GET.get("from"))
     after = weight_set_for(release, request.GET.get("to"))
-    return JsonResponse({"release": str(release), "hardware": profile.name,
-                         "from": before.version, "to": after.version,
-                         "rows": rank_changes(release=release, hardware=profile, before=before,
-                                              after=after)})
+    previous = release.weight_sets.filter(version__lt=after.version).order_by("-version").first()
+    before = weight_set_for(release, request.GET.get("from")
+                            or str(getattr(previous, "version", after.version)))
+    return {"release": release, "hardware": profile, "before": before, "after": after,
+            "rows": rank_changes(release=release, hardware=profile, before=before, after=after)}
+
+
+def rank_changes_export(request: HttpRequest, pk: int, hardware: str) -> JsonResponse:
+    data = _rank_changes(request, pk, hardware)
+    return JsonResponse({"release": str(data["release"]), "hardware": data["hardware"].name,
+                         "from": data["before"].version, "to": data["after"].version,
+                         "rows": data["rows"]})
+
+
+def rank_changes_page(request: HttpRequest, pk: int, hardware: str) -> HttpResponse:
+    data = _rank_changes(request, pk, hardware)
+    return render(request, "leaderboard/changes.html",
+                  {**data, "versions": data["release"].weight_sets.order_by("-version")})
+
+
+@staff_member_required
+@require_POST
+def board_freeze_toggle(request: HttpRequest, pk: int, hardware: str) -> HttpResponse:
+    """Admins: freeze the board at this moment, or unfreeze it (audited)."""
+    release = get_object_or_404(Release, pk=pk)
+    profile = get_object_or_404(HardwareProfile, name=hardware)
+    if request.POST.get("action") == "freeze":
+        board_freeze_set(release=release, hardware=profile, actor=request.user)
+    else:
+        board_unfreeze(release=release, hardware=profile, actor=request.user)
+    return redirect("board", pk=release.pk, hardware=profile.name)
 
 
 @staff_member_required
@@ -102,7 +183,11 @@ def weights_page(request: HttpRequest, pk: int) -> HttpResponse:
     error = None
     if request.method == "POST":
         try:
-            if "activate" in request.POST:
+            if "fallback_scores_zero" in request.POST:
+                release_set_fallback_policy(
+                    release=release, actor=request.user,
+                    fallback_scores_zero=request.POST["fallback_scores_zero"] == "1")
+            elif "activate" in request.POST:
                 weight_set = get_object_or_404(release.weight_sets,
                                                version=request.POST["activate"])
                 weight_set_activate(weight_set=weight_set, actor=request.user)

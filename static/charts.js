@@ -43,10 +43,37 @@
       options: { scales: { y: { min: 0, max: 1 } } },
     });
   }
+  function analysis(holder) {
+    // Board analysis: output tokens an agent spent against the S_agg it reached.
+    fetch(holder.dataset.url, { credentials: "same-origin" })
+      .then((r) => r.json())
+      .then(function (data) {
+        document.getElementById("analysis-note").textContent = data.points.length ? "" :
+          "No ranked submission reported its output tokens yet.";
+        new Chart(document.getElementById("analysis-chart"), {
+          type: "scatter",
+          data: { datasets: [{
+            label: "submissions",
+            data: data.points.map((p) => ({ x: p.output_tokens, y: p.aggregate, label: p.team + " #" + p.submission })),
+            pointBackgroundColor: "#3c6fb6", pointRadius: 5,
+          }] },
+          options: {
+            scales: {
+              x: { type: "logarithmic", title: { display: true, text: "output tokens spent by the agent" } },
+              y: { min: 0, title: { display: true, text: "S_agg (weighted roofline attainment)" } },
+            },
+            plugins: { tooltip: { callbacks: { label: (c) => c.raw.label + ": " + c.raw.x + " tokens, " + c.raw.y.toFixed(3) } } },
+          },
+        });
+        holder.dataset.rendered = "yes";
+      });
+  }
   document.addEventListener("DOMContentLoaded", function () {
     if (typeof Chart === "undefined") return;
     // No animation: the numbers are the point, and screenshots must show final values.
     Chart.defaults.animation = false;
+    const board = document.getElementById("analysis");
+    if (board) analysis(board);
     const holder = document.getElementById("charts");
     if (!holder) return;
     fetch(holder.dataset.url, { credentials: "same-origin" })

@@ -82,7 +82,11 @@ def submission_page(request: HttpRequest, pk: int) -> HttpResponse:
     template = "submissions/submission.html"
     if request.htmx:
         template += "#progress"  # the live part only; htmx polls it while jobs run
+    # Scores are the leaderboard's derived data, reached through the reverse relation.
+    score = (submission.scores.filter(weight_set__active=True)
+             .select_related("weight_set").first())
     response = render(request, template, {"submission": submission, "detail": detail,
+                                          "score": score,
                                           "live": detail["status"] in ("queued", "running")})
     response["Vary"] = "HX-Request"
     return response
