@@ -66,13 +66,19 @@ def run(args: argparse.Namespace) -> None:
     from django.test import Client
 
     from evaluation.models import HardwareProfile
-    from leaderboard.services import weight_set_activate, weight_set_create
+    from leaderboard.services import summaries_rebuild, weight_set_activate, weight_set_create
 
     started = time.perf_counter()
     release = build_release(args.operators, args.shapes)
     build_submissions(release, args.teams, args.submissions)
     print(f"data: {args.teams} teams x {args.submissions} submissions x {args.shapes} shapes "
           f"built in {time.perf_counter() - started:.1f} s", flush=True)
+    # In service, each submission's summary is written when its jobs finish; here all of them
+    # are built at once from the shape results (what a change of fallback policy costs).
+    t0 = time.perf_counter()
+    summaries_rebuild(release)
+    print(f"summaries rebuilt from {args.teams * args.submissions * args.shapes} shape results: "
+          f"{time.perf_counter() - t0:.1f} s", flush=True)
     operators = list(release.operators.values_list("name", flat=True))
     first = weight_set_create(release=release, weights=dict.fromkeys(operators, 1.0),
                               source="manual")
@@ -87,12 +93,15 @@ def run(args: argparse.Namespace) -> None:
           f"(first activation {timed[0]:.2f} s)")
     client = Client()
     hardware = HardwareProfile.objects.get()
-    for label, url in (("board page", f"/boards/{release.pk}/{hardware.name}/"),
-                       ("board JSON", f"/api/boards/{release.pk}/{hardware.name}/")):
+    base = f"/boards/{release.pk}/{hardware.name}/"
+    for label, url in (("board page", base), ("board page 5 (htmx)", f"{base}?page=5"),
+                       ("memory-bound board page", f"{base}memory/"),
+                       ("board JSON (every row)", f"/api/boards/{release.pk}/{hardware.name}/")):
         times = []
         for _ in range(args.requests):
             t0 = time.perf_counter()
-            response = client.get(url)
+            response = client.get(url, headers={"HX-Request": "true"} if "htmx" in label
+                                  else {})
             times.append(time.perf_counter() - t0)
             assert response.status_code == 200
         times.sort()
