@@ -182,6 +182,7 @@ def load_release(root: Path | str) -> Release:
         raise ReleaseError("data/", "", "no operator folders")
     importance = _load_importance(root, set(operators), warnings)
     hardware = load_hardware_dir(root / "configs" / "hardware", root)
+    _check_sol_computable(operators, hardware, root)
     return Release(
         root=root,
         name=root.name,
@@ -193,17 +194,46 @@ def load_release(root: Path | str) -> Release:
     )
 
 
+def _check_sol_computable(operators: Mapping[str, Operator],
+                          hardware: Mapping[str, HardwareProfile], root: Path) -> None:
+    """Every W dtype needs its precision path on every hardware profile: no silent default."""
+    for op in operators.values():
+        for shape_id, shape in (op.roofline or {}).items():
+            for dtype in shape.w_flops:
+                path = DTYPE_TO_PEAK_PATH[dtype]
+                for profile in hardware.values():
+                    if path not in profile.peak_flops:
+                        raise ReleaseError(
+                            f"configs/hardware ({profile.name})", f"p_peak.{path}",
+                            f"missing, needed by data/{op.name}/roofline.json "
+                            f"shapes.{shape_id} (W dtype {dtype})")
+
+
 def load_operator(directory: Path, root: Path, warnings: list[str]) -> Operator:
     public = load_public_operator(directory, root)
     metadata_path = directory / "metadata.json"
     roofline_path = directory / "roofline.json"
     metadata = _parse_metadata(metadata_path, root) if metadata_path.exists() else None
     roofline = _parse_roofline(roofline_path, root) if roofline_path.exists() else None
+    ids = [s.id for s in public.shapes]
     if roofline is not None:
-        missing = [s.id for s in public.shapes if s.id not in roofline]
-        if missing:
-            warnings.append(f"{_rel(roofline_path, root)}: no roofline for shapes {missing}")
+        _check_same_ids(ids, roofline, _rel(roofline_path, root), "shapes")
+    if metadata is not None and isinstance(metadata.raw.get("shapes"), dict):
+        _check_same_ids(ids, metadata.raw["shapes"], _rel(metadata_path, root), "shapes",
+                        all_required=False)
     return Operator(public=public, metadata=metadata, roofline=roofline)
+
+
+def _check_same_ids(ids: list[str], entries: Mapping[str, Any], file: str, field: str,
+                    all_required: bool = True) -> None:
+    """Hidden files describe exactly the shapes of shapes.json (metadata may omit some)."""
+    extra = sorted(set(entries) - set(ids))
+    if extra:
+        raise ReleaseError(file, f"{field}.{extra[0]}", "no such shape id in shapes.json")
+    missing = [i for i in ids if i not in entries]
+    if all_required and missing:
+        raise ReleaseError(file, f"{field}.{missing[0]}", "missing: every shape in shapes.json "
+                           "needs its W and Q")
 
 
 def load_public_operator(directory: Path, root: Path | None = None) -> PublicOperator:
@@ -212,9 +242,18 @@ def load_public_operator(directory: Path, root: Path | None = None) -> PublicOpe
     for name in PUBLIC_FILES:
         if not (directory / name).is_file():
             raise ReleaseError(_rel(directory / name, root), "", "missing public file")
-    _check_defines(directory / "reference.py", root, "class", "Model")
-    _check_defines(directory / "input.py", root, "function", "_make_inputs")
+    model = _check_defines(directory / "reference.py", root, "class", "Model")
+    make_inputs = _check_defines(directory / "input.py", root, "function", "_make_inputs")
     shapes = _parse_shapes(directory / "shapes.json", root)
+    shapes_file = _rel(directory / "shapes.json", root)
+    assert isinstance(make_inputs, ast.FunctionDef) and isinstance(model, ast.ClassDef)
+    init = _model_init(model, ast.parse((directory / "reference.py").read_text(encoding="utf-8")))
+    for shape in shapes:
+        _check_call(Signature.of(make_inputs), shape.input_kwargs, shapes_file,
+                    f"{shape.id}.input_kwargs", "_make_inputs in input.py")
+        if init is not None:
+            _check_call(Signature.of(init), shape.init_kwargs, shapes_file,
+                        f"{shape.id}.init_kwargs", "Model.__init__ in reference.py")
     return PublicOperator(name=directory.name, directory=directory, shapes=shapes)
 
 
@@ -359,15 +398,77 @@ def _load_settings(root: Path) -> ReleaseSettings:
                            dsl_ratio_threshold=threshold)
 
 
-def _check_defines(path: Path, root: Path, kind: str, name: str) -> None:
+@dataclass(frozen=True)
+class Signature:
+    """What a function accepts as keyword arguments, read from its source (never run)."""
+
+    names: frozenset[str]
+    required: frozenset[str]
+    any_keyword: bool  # takes **kwargs
+
+    @classmethod
+    def of(cls, node: ast.FunctionDef) -> Signature:
+        args = node.args
+        positional = [a.arg for a in [*args.posonlyargs, *args.args]]
+        if positional and positional[0] in ("self", "cls"):
+            positional = positional[1:]
+        with_default = set(positional[len(positional) - len(args.defaults):]) if args.defaults \
+            else set()
+        keyword_only = {a.arg for a in args.kwonlyargs}
+        keyword_defaults = {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults,
+                                                  strict=True) if d is not None}
+        names = frozenset(positional) | keyword_only
+        return cls(names=names,
+                   required=frozenset(names - with_default - keyword_defaults),
+                   any_keyword=args.kwarg is not None)
+
+
+def _check_call(signature: Signature, kwargs: Mapping[str, Any], file: str, field: str,
+                callee: str) -> None:
+    """A shape's kwargs must fit the function that receives them: import-time, static."""
+    if not signature.any_keyword:
+        unknown = sorted(set(kwargs) - signature.names)
+        if unknown:
+            raise ReleaseError(file, f"{field}.{unknown[0]}", f"not a parameter of {callee} "
+                               f"(it takes {', '.join(sorted(signature.names)) or 'none'})")
+    missing = sorted(signature.required - set(kwargs))
+    if missing:
+        raise ReleaseError(file, field, f"missing {', '.join(missing)}, required by {callee}")
+
+
+def _model_init(model: ast.ClassDef, module: ast.Module) -> ast.FunctionDef | None:
+    """Model.__init__, or that of a base class defined in the same file; None when the
+    constructor comes from elsewhere (then it cannot be checked statically)."""
+    classes = {n.name: n for n in module.body if isinstance(n, ast.ClassDef)}
+    seen: set[str] = set()
+    current: ast.ClassDef | None = model
+    while current is not None and current.name not in seen:
+        seen.add(current.name)
+        for node in current.body:
+            if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+                return node
+        bases = [b.id for b in current.bases if isinstance(b, ast.Name)]
+        local = [classes[b] for b in bases if b in classes]
+        if not local:
+            if all(isinstance(b, ast.Attribute) and b.attr == "Module" for b in current.bases):
+                # nn.Module's own constructor takes no arguments.
+                return ast.parse("def __init__(self): pass").body[0]  # type: ignore[return-value]
+            return None
+        current = local[0]
+    return None
+
+
+def _check_defines(path: Path, root: Path, kind: str, name: str) -> ast.AST:
     file = _rel(path, root)
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=file)
     except SyntaxError as exc:
         raise ReleaseError(file, f"line {exc.lineno}", f"syntax error: {exc.msg}") from None
     node_type = ast.ClassDef if kind == "class" else ast.FunctionDef
-    if not any(isinstance(n, node_type) and n.name == name for n in tree.body):
-        raise ReleaseError(file, name, f"must define {kind} {name}")
+    for node in tree.body:
+        if isinstance(node, node_type) and node.name == name:
+            return node
+    raise ReleaseError(file, name, f"must define {kind} {name}")
 
 
 def _read_json(path: Path, root: Path) -> Any:

@@ -50,6 +50,10 @@ def test_a_changed_release_becomes_a_new_version(tmp_path: Path) -> None:
     shapes["extra"] = {"init_kwargs": {"eps": 1e-6}, "input_kwargs": {"num_tokens": 2,
                                                                       "hidden_size": 64}}
     shapes_path.write_text(json.dumps(shapes))
+    roofline_path = copy / "data" / "rms_norm" / "roofline.json"
+    roofline = json.loads(roofline_path.read_text())
+    roofline["shapes"]["extra"] = roofline["shapes"]["dev-t4-h256"]
+    roofline_path.write_text(json.dumps(roofline))
     summary = release_import(path=copy)
     assert summary.created and summary.release.version == 2 and summary.shapes == 46
     assert Release.objects.count() == 2

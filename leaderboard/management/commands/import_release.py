@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
 
 from evaluation.catalog import release_import
 from evaluation.harness.release import ReleaseError
@@ -24,14 +25,17 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            summary = release_import(path=options["path"], name=options["name"])
+            with transaction.atomic():  # the catalog rows and the first weights, or nothing
+                summary = release_import(path=options["path"], name=options["name"])
+                weights = weight_set_from_release(summary.release)
         except ReleaseError as exc:
             raise CommandError(f"release not imported: {exc}") from exc
-        weights = weight_set_from_release(summary.release)
         verb = "imported" if summary.created else "already imported, unchanged:"
         self.stdout.write(f"{verb} {summary.release} — {summary.operators} operators, "
                           f"{summary.shapes} shapes, hardware: {', '.join(summary.hardware)}")
         self.stdout.write(f"weights: v{weights.version} from the release "
                           f"({'active' if weights.active else 'inactive'})")
+        heaviest = sorted(weights.weights.items(), key=lambda item: -item[1])
+        self.stdout.write("  " + ", ".join(f"{op} {w:.3f}" for op, w in heaviest))
         for warning in summary.warnings:
             self.stdout.write(f"warning: {warning}")

@@ -1,0 +1,84 @@
+"""python manage.py check_release NAME [--version N]: check an imported release end to end.
+
+Writes the release back out of the catalog (public and hidden files, as imported) and runs
+the harness's release check on it: the loader's checks, input keys against
+`Model.forward` on every shape, SOL on every hardware profile in the portal, and the
+references of the dev tier on this machine's CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from evaluation.harness.release_check import OperatorCheck, check_release
+from evaluation.models import HardwareProfile, Release
+
+
+class Command(BaseCommand):
+    help = "Check every operator and shape of an imported release; run its dev-tier references."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("name")
+        parser.add_argument("--release-version", type=int, default=None, help="default: the newest")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        releases = Release.objects.filter(name=options["name"]).order_by("-version")
+        if options["release_version"] is not None:
+            releases = releases.filter(version=options["release_version"])
+        release = releases.first()
+        if release is None:
+            raise CommandError(f"no imported release named {options['name']!r}"
+                               + (f" with version {options['version']}"
+                                  if options["release_version"] is not None else ""))
+        hardware = {h.name: h.as_spec() for h in HardwareProfile.objects.all()}
+        self.stdout.write(f"checking {release}: {release.operators.count()} operators, "
+                          f"hardware {', '.join(sorted(hardware))}")
+        with tempfile.TemporaryDirectory(prefix="atrex-check-") as tmp:
+            root = Path(tmp) / release.name
+            write_release(release, root)
+            result = check_release(root, hardware, progress=self._line)
+        if result.release_error:
+            raise CommandError(f"{release} does not load: {result.release_error}")
+        problems = [p for op in result.operators for p in op.problems]
+        shapes = sum(op.shapes for op in result.operators)
+        dev = sum(op.dev_shapes_run for op in result.operators)
+        self.stdout.write(f"{len(result.operators)} operators, {shapes} shapes, "
+                          f"{dev} dev-tier references run, {len(problems)} problems")
+        if problems:
+            raise CommandError("release check failed:\n" + "\n".join(problems))
+
+    def _line(self, op: OperatorCheck) -> None:
+        sol = (f"SOL {op.sol_range_us[0]:.3g}–{op.sol_range_us[1]:.3g} µs"
+               if op.sol_range_us else "SOL –")
+        status = "ok" if not op.problems else f"{len(op.problems)} problems"
+        self.stdout.write(f"  {op.name:<32} {op.shapes:>3} shapes, {op.dev_shapes_run} dev run, "
+                          f"{sol}, {op.seconds:.2f} s: {status}")
+        for note in op.notes:
+            self.stdout.write(f"    note: {note}")
+        for problem in op.problems:
+            self.stdout.write(f"    problem: {problem}")
+
+
+def write_release(release: Release, root: Path) -> None:
+    """The release's files as they were imported (hardware comes from the portal's rows)."""
+    data = root / "data"
+    for op in release.operators.select_related("hidden"):
+        directory = data / op.name
+        directory.mkdir(parents=True)
+        (directory / "reference.py").write_text(op.reference_py, encoding="utf-8")
+        (directory / "input.py").write_text(op.input_py, encoding="utf-8")
+        (directory / "shapes.json").write_text(op.shapes_json, encoding="utf-8")
+        hidden = getattr(op, "hidden", None)
+        if hidden is not None and hidden.metadata is not None:
+            (directory / "metadata.json").write_text(json.dumps(hidden.metadata))
+        if hidden is not None and hidden.roofline is not None:
+            (directory / "roofline.json").write_text(json.dumps(hidden.roofline))
+    importance = getattr(release, "hidden", None)
+    if importance is not None and importance.importance:
+        (data / "operator_importance.json").write_text(json.dumps(
+            {"metadata": {}, "operators": importance.importance}))
