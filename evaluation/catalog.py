@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,7 +11,8 @@ from django.db import transaction
 from django.db.models import Max
 
 from evaluation.harness.release import HardwareProfile as HardwareSpec
-from evaluation.harness.release import load_release
+from evaluation.harness.release import Release as LoadedRelease
+from evaluation.harness.release import ReleaseError, load_release
 from evaluation.models import (
     HardwareProfile,
     Operator,
@@ -19,6 +21,7 @@ from evaluation.models import (
     ReleaseHidden,
     Shape,
 )
+from evaluation.traces import TRACE_RULES_FILE, TraceError, parse_rules
 
 
 @dataclass
@@ -56,7 +59,7 @@ def release_import(*, path: Path, name: str | None = None) -> ImportSummary:
     release = Release.objects.create(
         name=name, version=version, content_sha256=content, dsl=loaded.settings.dsl,
         dsl_ratio_threshold=loaded.settings.dsl_ratio_threshold)
-    ReleaseHidden.objects.create(release=release, importance={
+    ReleaseHidden.objects.create(release=release, trace_rules=_trace_rules(loaded), importance={
         op: {"importance_score": e.score, "phase": e.phase, "num_profiles": e.num_profiles}
         for op, e in loaded.importance.items()})
     shapes = 0
@@ -93,3 +96,20 @@ def _read_json_text(path: Path) -> object | None:
     import json
 
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def _trace_rules(loaded: LoadedRelease) -> dict[str, object]:
+    """data/trace_rules.json when the release has one (an addition of this project's own
+    releases; upstream releases fall back to rules from their metadata's kernel names)."""
+    path = loaded.root / "data" / TRACE_RULES_FILE
+    if not path.exists():
+        return {}
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        parse_rules(doc, loaded.operators, f"data/{TRACE_RULES_FILE}")
+    except json.JSONDecodeError as exc:
+        raise ReleaseError(f"data/{TRACE_RULES_FILE}", f"line {exc.lineno}",
+                           f"invalid JSON: {exc.msg}") from None
+    except TraceError as exc:
+        raise ReleaseError(f"data/{TRACE_RULES_FILE}", "rules", str(exc)) from None
+    return dict(doc)
