@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from evaluation.baselines import baseline_source
 from evaluation.jobs import job_spec
 from evaluation.models import HardwareProfile, Operator, Release
 from evaluation.tasks import RESULTS_QUEUE
@@ -185,3 +186,46 @@ def shape_result_review(*, result: ShapeResult, accept: bool, actor: object) -> 
         submission_id = result.job.candidate.submission_id
         transaction.on_commit(lambda: current_app.send_task(
             RESCORE_TASK, args=[submission_id], queue=RESULTS_QUEUE))
+
+
+BASELINE_TEAM = "Portal baselines"
+
+
+def baseline_submissions_create(*, release: Release, hardware: HardwareProfile,
+                                actor: object | None = None) -> list[Submission]:
+    """The release's references as two baseline submissions (eager, torch.compile).
+
+    Owned by a hidden system team, outside every quota; evaluated by the GPU workers of
+    `hardware` like any submission, and shown beside the boards, never ranked.
+    """
+    team, _ = Team.objects.get_or_create(
+        slug="portal-baselines", defaults={"name": BASELINE_TEAM, "hidden": True})
+    operators = list(release.operators.order_by("name"))
+    created = []
+    with transaction.atomic():
+        for kind in (Submission.Baseline.PYTORCH, Submission.Baseline.TORCH_COMPILE):
+            submission = Submission.objects.create(
+                team=team, release=release, hardware=hardware, baseline=kind,
+                created_by=actor if getattr(actor, "pk", None) else None,
+                agent="portal", notes=f"{Submission.Baseline(kind).label} of {release}")
+            job_ids = []
+            for operator in operators:
+                shapes = _evaluated_shapes(operator)
+                if not shapes:
+                    continue
+                source = baseline_source(operator.reference_py, str(kind))
+                candidate = Candidate.objects.create(
+                    submission=submission, operator=operator, source=source,
+                    sha256=hashlib.sha256(source.encode()).hexdigest())
+                job_ids.append(EvaluationJob.objects.create(candidate=candidate,
+                                                            shapes_total=len(shapes)).pk)
+            transaction.on_commit(lambda ids=job_ids: _dispatch_all(ids))
+            created.append(submission)
+        audit(actor=actor, action="baselines.create", target=f"release:{release}/{hardware}",
+              before={}, after={"submissions": [s.pk for s in created]})
+    return created
+
+
+def _dispatch_all(job_ids: list[int]) -> None:
+    for job_id in job_ids:
+        dispatch_job(job_id)

@@ -136,13 +136,15 @@ def operator_roofline(shapes: Mapping[str, Any], model: Callable[[Kwargs, Kwargs
     return {"shapes": result}
 
 
-def write_release_rooflines(release: Path) -> list[Path]:
+def write_release_rooflines(release: Path,
+                            work_models: Mapping[str, Callable[[Kwargs, Kwargs], Work]]
+                            = WORK_MODELS) -> list[Path]:
     peaks = load_hardware_dir(release / "configs" / "hardware")
     if not peaks:
         raise SystemExit(f"no hardware profiles in {release / 'configs' / 'hardware'}")
     written = []
     for op_dir in sorted(p for p in (release / "data").iterdir() if p.is_dir()):
-        model = WORK_MODELS.get(op_dir.name)
+        model = work_models.get(op_dir.name)
         if model is None:
             raise SystemExit(f"no work model for operator {op_dir.name!r}")
         shapes = json.loads((op_dir / "shapes.json").read_text())

@@ -1,0 +1,231 @@
+"""Evaluate the atrex-starter release's reference baselines on a GPU; write docs/baselines.md.
+
+The "PyTorch reference" (reference.py, eager) and the "torch.compile reference" (the same
+Model under torch.compile) are evaluated by the harness like any candidate, on the
+release's production shapes (the dev tier left out), with the release's H200 profile. The
+script prints and writes: per operator S_op (median attainment; fallbacks count here,
+since a baseline is PyTorch by design), the fraction of shapes that passed, and the
+evaluator's seconds per shape; then S_agg under the release's weights and, when given,
+under trace-derived weights (--weights FILE, a JSON {operator: weight}).
+
+Usage: python benchmarks/starter_baselines.py [--kinds pytorch,torch_compile]
+           [--compile-shapes N] [--weights FILE] [--out docs/baselines.md] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from evaluation.baselines import PYTORCH, TORCH_COMPILE, baseline_source  # noqa: E402
+from evaluation.harness.evaluate import (  # noqa: E402
+    EvaluationJob,
+    EvaluationSettings,
+    apply_roofline,
+    evaluate,
+)
+from evaluation.harness.release import load_release  # noqa: E402
+from evaluation.harness.sandbox import SandboxSettings, WarmChildren  # noqa: E402
+from leaderboard.scoring import (  # noqa: E402
+    ScoringPolicy,
+    ShapeOutcome,
+    normalise_weights,
+    summarise,
+    weighted_score,
+)
+
+RELEASE = REPO / "evaluation" / "releases" / "atrex-starter"
+LABELS = {PYTORCH: "PyTorch reference", TORCH_COMPILE: "torch.compile reference"}
+
+
+def spread(ids: list[str], count: int) -> list[str]:
+    """`count` shapes spread over the list (smallest to largest as the file orders them)."""
+    if count >= len(ids):
+        return ids
+    step = (len(ids) - 1) / max(1, count - 1)
+    return [ids[round(i * step)] for i in range(count)]
+
+
+def run(kind: str, compile_shapes: int, hardware: str, device: str, dev: bool,
+        operators: dict[str, Any], save: Any, compile_timeout_s: float = 300.0) -> dict[str, Any]:
+    """Evaluate the operators not in `operators` yet; `save()` after each (resumable)."""
+    release = load_release(RELEASE)
+    profile = release.hardware[hardware]
+    # One child started ahead of each evaluation, as a GPU worker keeps one.
+    warm = WarmChildren(device=device, dsl="triton", masked_paths=(release.root,),
+                        settings=SandboxSettings())
+    for name, op in sorted(release.operators.items()):
+        if name in operators:
+            continue
+        ids = [s.id for s in op.public.shapes if s.id.startswith("dev-") == dev]
+        if kind == TORCH_COMPILE:
+            ids = spread(ids, compile_shapes)
+        job = EvaluationJob(
+            operator=op.public,
+            candidate_source=baseline_source((op.public.directory / "reference.py").read_text(),
+                                             kind),
+            tolerance=op.tolerance, shape_ids=ids,
+            dsl_ratio_threshold=release.settings.dsl_ratio_threshold,
+            masked_paths=(release.root,))
+        started = time.perf_counter()
+        result = evaluate(job, EvaluationSettings(device=device,
+                                                  compile_timeout_s=compile_timeout_s),
+                          warm=warm)
+        seconds = time.perf_counter() - started
+        assert op.roofline is not None
+        apply_roofline(result, op.roofline, profile)
+        shapes = []
+        for shape in result.shapes:
+            roof = shape.roofline or {}
+            timing = shape.timing or {}
+            shapes.append({
+                "shape": shape.shape_id, "status": shape.status, "verdict": shape.verdict,
+                "median_us": (timing.get("median_s") or 0) * 1e6 or None,
+                "sol_us": (roof.get("sol_s") or 0) * 1e6 or None,
+                "attainment": roof.get("attainment"), "error": shape.error,
+                "phase": (op.metadata.phase if op.metadata else None)})
+        operators[name] = {"shapes": shapes, "seconds": seconds,
+                           "seconds_per_shape": seconds / max(1, len(shapes))}
+        passed = sum(s["status"] == "passed" for s in shapes)
+        print(f"{LABELS[kind]:24} {name:28} {passed}/{len(shapes)} passed, "
+              f"{seconds / max(1, len(shapes)):.2f} s/shape", flush=True)
+        for s in shapes:
+            if s["status"] != "passed":
+                print(f"    {s['shape']}: {s['error']}", flush=True)
+        save()
+    warm.close()
+    return operators
+
+
+def scores(operators: dict[str, Any], weights: dict[str, float]) -> dict[str, Any]:
+    outcomes = [ShapeOutcome(operator=name, shape_id=s["shape"], correct=s["status"] == "passed",
+                             verdict=s["verdict"], attainment=s["attainment"],
+                             phase=s["phase"])
+                for name, op in operators.items() for s in op["shapes"]]
+    summary = summarise(outcomes, ScoringPolicy(fallback_scores_zero=False))
+    normalised = normalise_weights(weights, sorted(weights))
+    return {"by_operator": dict(summary.by_operator),
+            "aggregate": weighted_score(summary.by_operator, normalised)}
+
+
+def markdown(results: dict[str, dict[str, Any]], weight_sets: dict[str, dict[str, float]],
+             meta: dict[str, Any]) -> str:
+    kinds = list(results)
+    lines = [
+        "# Reference baselines of the atrex-starter release",
+        "",
+        f"Written by `benchmarks/starter_baselines.py` on {meta['device']} "
+        f"(torch {meta['torch']}, triton {meta['triton']}), {meta['date']}. "
+        "Attainment = SOL / measured time on the H200 profile; S_op = median attainment over "
+        "the operator's production shapes (the dev tier left out); a failed shape counts 0. "
+        "Baselines are PyTorch by design, so fallback verdicts are scored here.",
+        "",
+        f"torch.compile is evaluated on {meta['compile_shapes']} shapes per operator spread "
+        "from the smallest to the largest (each shape compiles afresh in a new child; all "
+        "shapes would not fit the session's GPU time). Seconds per shape are the "
+        "evaluator's wall time: 5 correctness trials, adoption, timing, child start.",
+        "",
+        "| operator | " + " | ".join(f"{LABELS[k]} S_op | passed | s/shape" for k in kinds)
+        + " |",
+        "| --- |" + " ---: | ---: | ---: |" * len(kinds),
+    ]
+    names = sorted({name for r in results.values() for name in r})
+    first = next(iter(weight_sets))
+    for name in names:
+        cells = []
+        for kind in kinds:
+            op = results[kind].get(name)
+            if op is None:
+                cells.append("not run | | ")
+                continue
+            s_op = scores(results[kind], weight_sets[first])["by_operator"].get(name)
+            passed = sum(s["status"] == "passed" for s in op["shapes"])
+            cells.append(f"{'-' if s_op is None else f'{s_op:.3f}'} | {passed}/{len(op['shapes'])}"
+                         f" | {op['seconds_per_shape']:.2f}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if PYTORCH in results and TORCH_COMPILE in results:
+        lines += ["", "On the torch.compile shapes only (same shapes, so the two S_op compare):",
+                  "", "| operator | shapes | PyTorch S_op | torch.compile S_op |",
+                  "| --- | --- | ---: | ---: |"]
+        for name in names:
+            compiled = results[TORCH_COMPILE].get(name)
+            eager = results[PYTORCH].get(name)
+            if not compiled or not eager:
+                continue
+            ids = {s["shape"] for s in compiled["shapes"]}
+            same = {"x": {**eager, "shapes": [s for s in eager["shapes"] if s["shape"] in ids]}}
+            pair = [scores({name: op}, {name: 1.0})["by_operator"].get(name)
+                    for op in (same["x"], compiled)]
+            lines.append(f"| {name} | {', '.join(sorted(ids))} | "
+                         + " | ".join("-" if v is None else f"{v:.3f}" for v in pair) + " |")
+    lines += ["", "S_agg: the PyTorch reference over every production shape; the torch.compile "
+              "reference over its shapes above (so the two S_agg are not like for like).", "",
+              "| weights | " + " | ".join(f"{LABELS[k]} S_agg" for k in kinds) + " |",
+              "| --- |" + " ---: |" * len(kinds)]
+    for label, weights in weight_sets.items():
+        values = [scores(results[k], weights)["aggregate"] for k in kinds]
+        lines.append(f"| {label} | " + " | ".join("-" if v is None else f"{v:.3f}"
+                                                for v in values) + " |")
+    all_seconds = [op["seconds_per_shape"] for r in results.values() for op in r.values()]
+    lines += ["", f"Evaluator seconds per shape: median {statistics.median(all_seconds):.2f}, "
+              f"max {max(all_seconds):.2f} (per operator and baseline).", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kinds", default=f"{PYTORCH},{TORCH_COMPILE}")
+    parser.add_argument("--compile-shapes", type=int, default=3)
+    parser.add_argument("--hardware", default="H200")
+    parser.add_argument("--compile-timeout", type=float, default=300.0,
+                        help="seconds for import, first call (compilation) and the trials")
+    parser.add_argument("--weights", type=Path, action="append", default=[],
+                        help="LABEL=FILE: extra weights {operator: weight} to report S_agg under")
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "baselines.md")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="results, written after each operator; read back to resume")
+    parser.add_argument("--dev", action="store_true",
+                        help="the dev tier only (a CPU smoke test of this script)")
+    args = parser.parse_args()
+    import torch
+    import triton
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    meta = {"device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+            "torch": torch.__version__, "triton": triton.__version__,
+            "date": time.strftime("%Y-%m-%d"), "compile_shapes": args.compile_shapes}
+    results: dict[str, dict[str, Any]] = {}
+    if args.json and args.json.exists():  # resume (or, when complete, only render)
+        saved = json.loads(args.json.read_text())
+        results, meta = saved["results"], saved["meta"]
+
+    def save() -> None:
+        if args.json:
+            args.json.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+
+    for kind in args.kinds.split(","):
+        run(kind, args.compile_shapes, args.hardware, device, args.dev,
+            results.setdefault(kind, {}), save, args.compile_timeout)
+    release = load_release(RELEASE)
+    weight_sets = {"release operator_importance.json":
+                   {n: e.score for n, e in release.importance.items()} or
+                   dict.fromkeys(release.operators, 1.0)}
+    for item in args.weights:
+        label, _, path = str(item).partition("=")
+        weight_sets[label] = json.loads(Path(path).read_text())
+    text = markdown(results, weight_sets, meta)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""The project's own starter release: it imports, passes check_release, and its W/Q are the
+derivation script's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from evaluation.harness.release import load_release
+from evaluation.models import Release
+from evaluation.releases.make_fixture_roofline import write_release_rooflines
+from evaluation.releases.make_starter_roofline import STARTER_RELEASE, WORK_MODELS
+from leaderboard.models import WeightSet
+
+LLM_SERVING_OPERATORS = {
+    "rms_norm", "fused_add_rms_norm", "silu_and_mul", "rotary_embedding_neox",
+    "reshape_and_cache", "paged_decode_attention", "varlen_prefill_attention", "linear_bf16",
+    "fp8_per_token_quant", "per_token_group_fp8_quant", "fp8_block_scaled_gemm",
+    "fused_moe_bf16", "topk_softmax_gating", "moe_align_block_size", "topk_topp_filter"}
+
+
+def test_the_starter_release_covers_llm_serving_with_150_to_300_shapes() -> None:
+    release = load_release(STARTER_RELEASE)
+    assert set(release.operators) == LLM_SERVING_OPERATORS
+    shapes = sum(len(op.public.shapes) for op in release.operators.values())
+    assert 150 <= shapes <= 300
+    for op in release.operators.values():
+        ids = [s.id for s in op.public.shapes]
+        assert sum(i.startswith("dev-") for i in ids) == 2, op.name
+        assert op.metadata is not None and op.roofline is not None
+        provenance = op.metadata.raw["provenance"]["models"]
+        assert all(m["config"].startswith("https://huggingface.co/") and m["values"]
+                   for m in provenance.values()), op.name
+        production = {k: v for k, v in op.metadata.raw["shapes"].items()
+                      if not k.startswith("dev-")}
+        assert production and all("model" in s and "phase" in s for s in production.values())
+        # Tensors come from the current default device, never a hard-coded one.
+        assert "cuda" not in (op.public.directory / "input.py").read_text(), op.name
+    assert release.warnings == ()
+
+
+def test_the_roofline_files_are_what_the_derivation_script_writes(tmp_path: Path) -> None:
+    copy = tmp_path / "atrex-starter"
+    shutil.copytree(STARTER_RELEASE, copy)
+    write_release_rooflines(copy, WORK_MODELS)
+    for op in (STARTER_RELEASE / "data").iterdir():
+        if op.is_dir():
+            assert json.loads((copy / "data" / op.name / "roofline.json").read_text()) == \
+                json.loads((op / "roofline.json").read_text()), op.name
+
+
+@pytest.mark.django_db
+def test_the_starter_release_imports_and_passes_check_release(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    call_command("import_release", str(STARTER_RELEASE))
+    out = capsys.readouterr().out
+    assert "imported atrex-starter v1 — 15 operators" in out
+    release = Release.objects.get(name="atrex-starter")
+    assert release.hidden.trace_rules["rules"]
+    assert sum(WeightSet.objects.get(release=release, active=True).weights.values()) == \
+        pytest.approx(1.0)
+    call_command("check_release", "atrex-starter")
+    out = capsys.readouterr().out
+    assert "15 operators" in out and "30 dev-tier references run, 0 problems" in out
+
+
+@pytest.mark.django_db
+def test_the_shipped_h200_trace_gives_weights_that_sum_to_one(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    traces = STARTER_RELEASE.parent / "traces"
+    call_command("import_release", str(STARTER_RELEASE))
+    call_command("import_traces", str(traces / "llama3.1-8b-h200-prefill.json.gz"),
+                 str(traces / "llama3.1-8b-h200-decode.json.gz"), "--release", "atrex-starter",
+                 "--phase", "prefill", "--phase", "decode")
+    created = WeightSet.objects.get(source="traces")
+    assert not created.active
+    assert sum(created.weights.values()) == pytest.approx(1.0)
+    # The Llama stack has no MoE or fp8 layer: those operators get no weight from it.
+    assert created.weights["fused_moe_bf16"] == 0.0
+    assert created.weights["paged_decode_attention"] > created.weights["rms_norm"] > 0
+    assert 0 < created.report["unattributed_share"] < 0.01
+    assert "unattributed share of GPU time (card-hour weighted): 0.2%" in capsys.readouterr().out
+    # The same numbers the H200 run printed (benchmarks/make_llama_trace.py).
+    printed = json.loads((STARTER_RELEASE.parents[2] / "benchmarks" / "results" /
+                          "h200-2026-11-30" / "llama3.1-8b-h200-weights.json").read_text())
+    assert created.weights == pytest.approx({op: printed.get(op, 0.0) for op in created.weights})
