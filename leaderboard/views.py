@@ -3,6 +3,8 @@ with JSON and CSV exports that carry the same numbers as the pages; admin board 
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from typing import Any
 
@@ -129,10 +131,23 @@ def _operator_board(request: HttpRequest, pk: int, hardware: str,
                              operator=operator)}
 
 
+OPERATOR_COLUMNS = ("rank", "team", "submission", "score", "date")
+
+
 def operator_board_export(request: HttpRequest, pk: int, hardware: str,
-                          operator: str) -> JsonResponse:
+                          operator: str) -> HttpResponse:
     data = _operator_board(request, pk, hardware, operator)
     release, profile, weight_set = data.pop("release"), data.pop("hardware"), data.pop("weight_set")
+    if request.GET.get("format") == "csv":
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=OPERATOR_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(data["rows"])
+        response = HttpResponse(buffer.getvalue(), content_type="text/csv")
+        response["Content-Disposition"] = (
+            f'attachment; filename="{release.name}-v{release.version}-{profile.name}-'
+            f'{operator}.csv"')
+        return response
     return JsonResponse({"release": str(release), "hardware": profile.name,
                          "weights_version": weight_set.version, **data})
 

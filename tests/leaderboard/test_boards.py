@@ -196,4 +196,7 @@ def test_the_operator_board_page_shows_the_json_numbers(world: dict[str, Any]) -
     cells = re.findall(r"<tr><td>(\d+)</td><td>([^<]+)</td><td>#\d+</td><td class=\"num\">([\d.]+)<",
                        page)
     assert cells == [("1", "Blue", "0.600"), ("2", "Red", "0.200")]
+    exported = list(csv.DictReader(io.StringIO(Client().get(
+        f"/api/boards/{release.pk}/H200/operators/gemm_fp16/?format=csv").content.decode())))
+    assert [(r["rank"], r["team"], f"{float(r['score']):.3f}") for r in exported] == cells
     assert "solve rate (correct and native on every shape)\n   1.00" in page
