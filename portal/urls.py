@@ -34,6 +34,7 @@ urlpatterns = [
     path("staff/boards/<int:pk>/<str:hardware>/freeze/", board_views.board_freeze_toggle,
          name="board-freeze"),
     path("staff/releases/<int:pk>/weights/", board_views.weights_page, name="weights"),
+    path("staff/quarantine/", submissions_views.quarantine_page, name="quarantine"),
     path("team/", submissions_views.team_page, name="team"),
     path("submit/", submissions_views.upload_page, name="upload"),
     path("submissions/<int:pk>/", submissions_views.submission_page, name="submission"),

@@ -8,6 +8,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from portal.accounts.auth import is_admin, request_team
+from portal.audit.models import AuditEntry
 from submissions.models import EvaluationJob, ShapeResult, Submission
 
 PUBLIC_RESULT_FIELDS = ("status", "stage_reached", "failed_stage", "error", "max_abs_error",
@@ -68,4 +69,57 @@ def job_detail(job: EvaluationJob, admin: bool) -> dict[str, Any]:
         "heartbeat_at": job.heartbeat_at.isoformat() if job.heartbeat_at else None,
         "results": [{"shape_id": r.shape.shape_id, **{f: getattr(r, f) for f in fields}}
                     for r in results],
+    }
+
+
+def quarantined_results(*, include_reviewed: bool = False) -> list[dict[str, Any]]:
+    """Suspicious shape results with the evidence an admin needs to judge them.
+
+    Reviewed results are found through the audit log's "result.accept"/"result.reject"
+    entries, so the page can show what was decided, by whom and when.
+    """
+    results = (ShapeResult.objects.filter(suspicious=True)
+               .select_related("shape__operator__release", "job__candidate__submission__team",
+                               "job__candidate__submission__hardware")
+               .order_by("-pk"))
+    rows = [_evidence(r) for r in results]
+    if include_reviewed:
+        reviewed = {int(e.target.split(":")[1]): e for e in
+                    AuditEntry.objects.filter(action__in=("result.accept", "result.reject"))
+                    .select_related("actor")}
+        for result in ShapeResult.objects.filter(pk__in=list(reviewed)).select_related(
+                "shape__operator__release", "job__candidate__submission__team",
+                "job__candidate__submission__hardware"):
+            entry = reviewed[result.pk]
+            rows.append({**_evidence(result), "decision": entry.action.split(".")[1],
+                         "decided_by": str(entry.actor or "–"), "decided_at": entry.at})
+    return rows
+
+
+def _evidence(result: ShapeResult) -> dict[str, Any]:
+    raw = result.raw or {}
+    adoption = raw.get("adoption") or {}
+    timing = raw.get("timing") or {}
+    submission = result.job.candidate.submission
+    checks = []
+    if result.attainment is not None and result.attainment > 1:
+        checks.append(f"attainment {result.attainment:.2f} > 1: faster than the hardware's "
+                      "speed of light")
+    if timing.get("event_median_s") and result.median_s and \
+            abs(timing["event_median_s"] - result.median_s) > 0.5 * result.median_s:
+        checks.append("CUDA-event time and profiler device time disagree by more than 50%")
+    checks += [str(n) for n in adoption.get("notes") or []]
+    return {
+        "pk": result.pk, "submission": submission.pk, "team": submission.team.name,
+        "release": str(result.shape.operator.release), "hardware": submission.hardware.name,
+        "operator": result.shape.operator.name, "shape": result.shape.shape_id,
+        "median_us": result.median_s * 1e6 if result.median_s else None,
+        "sol_us": result.sol_s * 1e6 if result.sol_s else None,
+        "attainment": result.attainment, "samples": result.samples,
+        "method": result.launch_method, "verdict": result.verdict,
+        "dsl_ratio": result.dsl_ratio,
+        "dsl_kernels": list(adoption.get("dsl_kernels") or []),
+        "foreign_kernels": [f"{k.get('name')} ({k.get('category')})"
+                            for k in adoption.get("foreign_kernels") or []],
+        "checks": checks, "decision": None,
     }

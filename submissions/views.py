@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -13,8 +14,19 @@ from django.views.decorators.http import require_http_methods
 from evaluation.models import HardwareProfile, Release
 from portal.accounts.auth import request_team
 from portal.accounts.models import ApiToken, Team, token_create
-from submissions.selectors import submission_detail, submission_visible, submissions_visible
-from submissions.services import QuotaExceeded, quota_status, submission_create
+from submissions.models import ShapeResult
+from submissions.selectors import (
+    quarantined_results,
+    submission_detail,
+    submission_visible,
+    submissions_visible,
+)
+from submissions.services import (
+    QuotaExceeded,
+    quota_status,
+    shape_result_review,
+    submission_create,
+)
 from submissions.upload import UploadRejected
 
 
@@ -90,3 +102,18 @@ def submission_page(request: HttpRequest, pk: int) -> HttpResponse:
                                           "live": detail["status"] in ("queued", "running")})
     response["Vary"] = "HX-Request"
     return response
+
+
+@staff_member_required
+@require_http_methods(["GET", "POST"])
+def quarantine_page(request: HttpRequest) -> HttpResponse:
+    """Admins: results quarantined as suspicious, with their evidence; accept or reject each
+    (audited; the submission is rescored and ranked again once none is left)."""
+    if request.method == "POST":
+        result = get_object_or_404(ShapeResult.objects.select_related("job__candidate"),
+                                   pk=request.POST.get("result"), suspicious=True)
+        shape_result_review(result=result, accept=request.POST.get("decision") == "accept",
+                            actor=request.user)
+        return redirect("quarantine")
+    return render(request, "submissions/quarantine.html",
+                  {"rows": quarantined_results(include_reviewed=True)})

@@ -82,3 +82,36 @@ def test_a_hidden_team_leaves_the_public_board(world: dict[str, Any],  # noqa: F
     for submission in red.submissions.all():
         rescore_submission(submission)  # hiding changes visibility, not scores
     assert board(world["release"]) == [("Blue", 0.2)]
+
+
+def test_the_quarantine_page_shows_the_evidence_and_records_decisions(
+        world: dict[str, Any], admin_client: Client,  # noqa: F811
+        django_capture_on_commit_callbacks: Any) -> None:
+    result = ShapeResult.objects.filter(job__candidate__submission__team__name="Blue").first()
+    assert result is not None
+    ShapeResult.objects.filter(pk=result.pk).update(
+        suspicious=True, attainment=3.2, median_s=1e-6, sol_s=3.2e-6, samples=400,
+        launch_method="graph", verdict="native", dsl_ratio=1.0,
+        raw={"adoption": {"dsl_kernels": ["_rms_norm_kernel"],
+                          "foreign_kernels": [{"name": "memcpy32_post", "category": "torch"}]},
+             "timing": {"event_median_s": 9e-6}})
+    page = admin_client.get("/staff/quarantine/").content.decode()
+    assert f"#{result.pk}" in page and "Blue" in page
+    assert "attainment 3.20 &gt; 1: faster than the hardware&#x27;s speed of light" in page
+    assert "CUDA-event time and profiler device time disagree" in page
+    assert "_rms_norm_kernel (own)" in page and "memcpy32_post (torch)" in page
+    plain = Client()
+    plain.force_login(UserFactory(username="plain"))
+    assert plain.get("/staff/quarantine/").status_code == 302  # to the admin sign-in
+    assert plain.post("/staff/quarantine/", {"result": result.pk, "decision": "accept"}
+                      ).status_code == 302
+    result.refresh_from_db()
+    assert result.suspicious  # nothing decided by a non-admin
+    with mock.patch("submissions.services.current_app.send_task") as send, \
+            django_capture_on_commit_callbacks(execute=True):
+        admin_client.post("/staff/quarantine/", {"result": result.pk, "decision": "reject"})
+    result.refresh_from_db()
+    assert (result.status, result.attainment, result.suspicious) == ("failed", 0.0, False)
+    assert send.call_args.args[0] == "leaderboard.rescore_submission"
+    page = admin_client.get("/staff/quarantine/").content.decode()
+    assert "rejected by root" in page
