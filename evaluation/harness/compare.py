@@ -24,13 +24,19 @@ class Comparison:
 
 
 def as_output_dict(value: object) -> dict[str, torch.Tensor] | None:
-    """Normalise a tensor or a dict of tensors; None when the structure is not allowed."""
+    """Normalise a tensor, a dict of tensors or a tuple of tensors ("out0", "out1", ...);
+    None when the structure is not allowed."""
     if isinstance(value, torch.Tensor):
         return {SINGLE_OUTPUT_KEY: value}
     if isinstance(value, dict) and value and all(
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in value.items()
     ):
         return dict(value)
+    # Some public references return a tuple (e.g. a quantised tensor and its scales):
+    # positions become names, for the reference and the candidate alike.
+    if isinstance(value, tuple | list) and value and all(
+            isinstance(v, torch.Tensor) for v in value):
+        return {f"{SINGLE_OUTPUT_KEY}{i}": v for i, v in enumerate(value)}
     return None
 
 

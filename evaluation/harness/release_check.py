@@ -31,10 +31,15 @@ from .release import HardwareProfile, Operator, ReleaseError, load_release
 from .roofline import roofline_point
 
 DEV_PREFIX = "dev-"
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
-          "fp64": torch.float64, "fp8_e4m3": torch.float8_e4m3fn,
-          "fp8_e5m2": torch.float8_e5m2, "int8": torch.int8, "int32": torch.int32,
-          "int64": torch.int64, "bool": torch.bool, "uint8": torch.uint8}
+# metadata.json dtype names; fp8 names cover both encodings (AMD parts use the fnuz ones).
+DTYPES: dict[str, frozenset[torch.dtype]] = {
+    "bf16": frozenset({torch.bfloat16}), "fp16": frozenset({torch.float16}),
+    "fp32": frozenset({torch.float32}), "fp64": frozenset({torch.float64}),
+    "fp8_e4m3": frozenset({torch.float8_e4m3fn, torch.float8_e4m3fnuz}),
+    "fp8_e5m2": frozenset({torch.float8_e5m2, torch.float8_e5m2fnuz}),
+    "int8": frozenset({torch.int8}), "int32": frozenset({torch.int32}),
+    "int64": frozenset({torch.int64}), "bool": frozenset({torch.bool}),
+    "uint8": frozenset({torch.uint8})}
 
 
 @dataclass
@@ -85,7 +90,11 @@ def _check_operator(op: Operator, hardware: Mapping[str, HardwareProfile]) -> Op
     except Exception as exc:  # noqa: BLE001 (an import error in a release file is the finding)
         check.problems.append(f"{where}: importing failed: {type(exc).__name__}: {exc}")
         return check
-    forward = [p for p in inspect.signature(reference.Model.forward).parameters if p != "self"]
+    parameters = inspect.signature(reference.Model.forward).parameters
+    forward = [p for p in parameters if p != "self"]
+    required = {p for p in forward if parameters[p].default is inspect.Parameter.empty
+                and parameters[p].kind not in (inspect.Parameter.VAR_KEYWORD,
+                                               inspect.Parameter.VAR_POSITIONAL)}
     if op.roofline is None:
         check.problems.append(f"{where}/roofline.json: missing (no SOL without W and Q)")
     else:
@@ -100,12 +109,12 @@ def _check_operator(op: Operator, hardware: Mapping[str, HardwareProfile]) -> Op
         except Exception:  # noqa: BLE001 (data-dependent inputs cannot be built on meta)
             meta_failures += 1
             keys = None
-        if keys is not None and keys != set(forward):
+        if keys is not None and not _keys_fit(keys, forward, required):
             check.problems.append(f"{label}: _make_inputs returns {sorted(keys)}, "
                                   f"Model.forward takes {forward}")
         if shape.id.startswith(DEV_PREFIX):
             _run_dev_shape(reference, inputs_module, shape.init_kwargs, shape.input_kwargs,
-                           forward, expected, label, check)
+                           (forward, required), expected, label, check)
     if meta_failures:
         check.notes.append(f"{meta_failures} shapes could not be built on the meta device; "
                            "their input keys were checked on the dev tier only")
@@ -132,27 +141,36 @@ def _check_sol(op: Operator, hardware: Mapping[str, HardwareProfile],
         check.sol_range_us = (min(positive) * 1e6, max(positive) * 1e6)
 
 
-def _expected_outputs(op: Operator, check: OperatorCheck) -> dict[str, torch.dtype] | None:
+def _keys_fit(keys: set[str], forward: list[str], required: set[str]) -> bool:
+    """Every input is a parameter of forward, and every parameter without a default is given."""
+    return keys <= set(forward) and required <= keys
+
+
+def _expected_outputs(op: Operator,
+                      check: OperatorCheck) -> dict[str, frozenset[torch.dtype]] | None:
+    """metadata.json output_dtypes (optional; "bf16/fp16" lists alternatives)."""
     declared = (op.metadata.raw.get("output_dtypes") if op.metadata else None) or None
     if not isinstance(declared, dict):
         return None
     expected = {}
-    for name, dtype in declared.items():
-        if dtype not in DTYPES:
-            check.problems.append(f"data/{op.name}/metadata.json: output_dtypes.{name}: "
-                                  f"unknown dtype {dtype!r}")
+    for name, names in declared.items():
+        allowed = [DTYPES.get(part) for part in str(names).split("/")]
+        if any(a is None for a in allowed):
+            check.notes.append(f"output_dtypes.{name}: {names!r} names no dtype this check "
+                               "knows; output dtypes not checked")
             return None
-        expected[name] = DTYPES[dtype]
+        expected[name] = frozenset().union(*allowed)  # type: ignore[arg-type]
     return expected
 
 
 def _run_dev_shape(reference: ModuleType, inputs_module: ModuleType, init: Mapping[str, Any],
-                   input_kwargs: Mapping[str, Any], forward: list[str],
-                   expected: dict[str, torch.dtype] | None, label: str,
+                   input_kwargs: Mapping[str, Any], signature: tuple[list[str], set[str]],
+                   expected: dict[str, frozenset[torch.dtype]] | None, label: str,
                    check: OperatorCheck) -> None:
+    forward, required = signature
     try:
         inputs = inputs_module._make_inputs(**input_kwargs)
-        if set(inputs) != set(forward):
+        if not _keys_fit(set(inputs), forward, required):
             check.problems.append(f"{label}: _make_inputs returns {sorted(inputs)}, "
                                   f"Model.forward takes {forward}")
             return
@@ -168,16 +186,19 @@ def _run_dev_shape(reference: ModuleType, inputs_module: ModuleType, init: Mappi
         return
     check.dev_shapes_run += 1
     if expected is not None:
-        if len(expected) == 1 and len(outputs) == 1:
-            expected = {next(iter(outputs)): next(iter(expected.values()))}
+        positional = all(k == f"out{i}" for i, k in enumerate(outputs))
+        if (len(expected) == 1 or positional) and len(expected) == len(outputs):
+            # One output, or a tuple: metadata's names are taken in order.
+            expected = dict(zip(outputs, expected.values(), strict=True))
         if set(expected) != set(outputs):
             check.problems.append(f"{label}: outputs {sorted(outputs)}, metadata.json "
                                   f"output_dtypes names {sorted(expected)}")
             return
         for name, tensor in outputs.items():
-            if tensor.dtype != expected[name]:
+            if tensor.dtype not in expected[name]:
+                wanted = " or ".join(sorted(str(d) for d in expected[name]))
                 check.problems.append(f"{label}: output {name} is {tensor.dtype}, "
-                                      f"metadata.json says {expected[name]}")
+                                      f"metadata.json says {wanted}")
     for name, tensor in outputs.items():
         if tensor.is_floating_point() and bool(torch.isnan(tensor.float()).any()):
             check.problems.append(f"{label}: output {name} has NaN")

@@ -217,3 +217,30 @@ def test_the_fixture_release_passes_check_release(capsys: pytest.CaptureFixture[
     call_command("check_release", "atrex-fixture")
     assert "6 operators, 45 shapes, 12 dev-tier references run, 0 problems" in \
         capsys.readouterr().out
+
+
+def test_check_release_accepts_what_public_releases_do(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Seen in the public Atrex-Bench: a forward parameter with a default that _make_inputs
+    leaves out, output dtypes written as alternatives ("bf16/fp16"), tuple outputs."""
+    root = synthetic_release(tmp_path / "synthetic")
+    (root / "data/bare/reference.py").write_text(BARE_REFERENCE.replace(
+        "def forward(self, a: torch.Tensor)", "def forward(self, a: torch.Tensor, bias=None)")
+        .replace("return a * 2", "return (a * 2, a.sum())"))
+    _rewrite("data/bare/metadata.json", lambda d: d.update(
+        output_dtypes={"out": "fp32/bf16", "total": "fp32"}))(root)
+    call_command("import_release", str(root))
+    call_command("check_release", "synthetic")
+    assert "2 dev-tier references run, 0 problems" in capsys.readouterr().out
+
+
+def test_tuple_outputs_are_compared_by_position() -> None:
+    import torch
+
+    from evaluation.harness.compare import as_output_dict, compare_outputs
+
+    ones, twos = torch.ones(3), torch.full((3,), 2.0)
+    assert as_output_dict((ones, twos)) == {"out0": ones, "out1": twos}
+    assert as_output_dict((ones, "not a tensor")) is None
+    result = compare_outputs(as_output_dict((ones, ones)), as_output_dict((ones, twos)), 0, 0)
+    assert not result.passed and result.worst_output == "out1"
