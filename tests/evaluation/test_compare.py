@@ -51,9 +51,11 @@ def test_integer_outputs_must_match_exactly_within_atol() -> None:
     assert not compare_outputs({"ids": cand}, {"ids": ref}, atol=1e-2, rtol=0).passed
 
 
-def test_only_tensors_and_dicts_of_tensors_are_outputs() -> None:
+def test_only_tensors_and_dicts_or_tuples_of_tensors_are_outputs() -> None:
     assert as_output_dict(torch.zeros(1)) is not None
     assert as_output_dict({"a": torch.zeros(1)}) is not None
-    assert as_output_dict((torch.zeros(1),)) is None
+    assert set(as_output_dict((torch.zeros(1),)) or {}) == {"out0"}
+    assert as_output_dict(()) is None
+    assert as_output_dict((torch.zeros(1), 2)) is None
     assert as_output_dict({"a": 1}) is None
     assert as_output_dict({}) is None
