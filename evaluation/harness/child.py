@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Mapping
@@ -25,6 +27,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .compare import as_output_dict
 from .dsl import DslAdapter, LaunchRecorder, adapter_for
+from .integrity import Fingerprint, changed, fingerprint
 from .operator_files import (
     candidate_model_class,
     import_file,
@@ -46,6 +49,16 @@ class StageError(Exception):
         self.tb = tb
 
 
+# What Triton's interpreter dispatches itself while it runs a kernel on the CPU (measured
+# over the fixture's Triton candidates: new_empty, set_, empty, copy_), plus views.
+INTERPRETER_OPS = frozenset({"new_empty", "set_", "empty", "empty_strided", "copy_", "detach",
+                             "alias", "view", "lift_fresh", "_to_copy"})
+
+
+def _base_op(name: str) -> str:
+    return name.split("::")[-1].split(".")[0]
+
+
 class AtenRecorder(TorchDispatchMode):
     """Counts aten ops the candidate dispatches outside DSL launches."""
 
@@ -55,8 +68,10 @@ class AtenRecorder(TorchDispatchMode):
         self.ops: dict[str, int] = {}
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        if self.launches.depth == 0:
-            name = func.name()
+        name = func.name()
+        # Inside a launch only the interpreter's own data movement is the DSL's; torch work
+        # done there (in a callable grid, say) is still the candidate's torch work.
+        if self.launches.depth == 0 or _base_op(name) not in INTERPRETER_OPS:
             self.ops[name] = self.ops.get(name, 0) + 1
         return func(*args, **(kwargs or {}))
 
@@ -76,6 +91,9 @@ class ChildRuntime:
         self.outputs_dir.mkdir(exist_ok=True)
         self.fatal = False  # set when this process can no longer run CUDA work
         self.request_id: int | None = None  # echoed in every event: the parent resyncs on it
+        self.guarded: Fingerprint | None = None  # taken before the candidate is imported
+        self._events_at_bind: TextIO = events
+        self._threads_at_bind: set[int | None] = set()
 
     def warm_up(self) -> None:
         """Pay one-time start-up costs before any candidate is known.
@@ -84,6 +102,10 @@ class ChildRuntime:
         timing kernels on the same GPU.
         """
         self.adapter.prepare()
+        # torch._dynamo rebinds torch.manual_seed (and a few others) when first imported, as
+        # torch.compile or Triton's interpreter may do later: import it now, before the
+        # integrity fingerprint is taken, so that lawful change is not the candidate's.
+        import torch._dynamo  # noqa: F401
         if self.device.type == "cuda":
             from .timing import prepare_timing
 
@@ -100,13 +122,18 @@ class ChildRuntime:
             raise StageError("harness", "this child is already bound to a candidate")
         self.input_module = import_file(self.workdir / "operator" / "input.py",
                                         "atrex_operator_input")
+        self.guarded = _fingerprint(self.adapter)
+        self._events_at_bind = self.events
+        self._threads_at_bind = {t.ident for t in threading.enumerate()}
         return {}
 
     # -- plumbing ------------------------------------------------------------------------
 
     def emit(self, **event: Any) -> None:
-        self.events.write(json.dumps({**event, "req": self.request_id}) + "\n")
-        self.events.flush()
+        # Always the pipe opened at start: a candidate that swaps `self.events` to drop the
+        # genuine replies (after forging its own) does not silence them.
+        self._events_at_bind.write(json.dumps({**event, "req": self.request_id}) + "\n")
+        self._events_at_bind.flush()
 
     def serve(self, commands: TextIO) -> None:
         for line in commands:
@@ -117,14 +144,55 @@ class ChildRuntime:
                 return
             handler = getattr(self, f"do_{command}")
             try:
-                self.emit(event="done", **handler(request))
+                reply = handler(request)
+                self._check_integrity(command)
+                ChildRuntime.emit(self, event="done", **reply)
             except StageError as exc:
-                self.emit(event="error", stage=exc.stage, message=exc.message, traceback=exc.tb)
+                self._report(exc, command)
             except Exception as exc:  # noqa: BLE001 - any candidate failure is reported, not fatal
-                self.emit(event="error", stage=request.get("stage", "harness"),
-                          message=f"{type(exc).__name__}: {exc}", traceback=_tail())
+                self._report(StageError(request.get("stage", "harness"),
+                                        f"{type(exc).__name__}: {exc}", _tail()), command)
             if self.fatal:
                 return
+
+    def _report(self, error: StageError, command: str) -> None:
+        try:
+            self._check_integrity(command)  # a patch explains the failure better
+        except StageError as integrity:
+            error = integrity
+        ChildRuntime.emit(self, event="error", stage=error.stage, message=error.message,
+                          traceback=error.tb, fatal=self.fatal)
+
+    def _check_threads(self) -> None:
+        """Work must happen in forward, on the calling thread: a Python thread the candidate
+        started runs where neither the launch recorder nor the timed region can see it."""
+        started = [t for t in threading.enumerate() if t.ident not in self._threads_at_bind
+                   and t.is_alive()]
+        if started:
+            names = ", ".join(sorted(t.name for t in started)[:5])
+            raise StageError("adoption", f"the candidate runs {len(started)} background "
+                                         f"thread(s) ({names}); all work must happen inside "
+                                         "forward, on the calling thread")
+        others = _other_processes()
+        if others:
+            raise StageError("adoption", f"the candidate started {others} other process(es); "
+                                         "all work must happen inside forward, in this process")
+
+    def _check_integrity(self, command: str) -> None:
+        """After candidate code ran: the harness's functions must be the ones it started with."""
+        if self.guarded is None or self.candidate is None:
+            return
+        replaced = changed(self.guarded, _fingerprint(self.adapter))
+        if self.events is not self._events_at_bind:
+            replaced.append("the result channel (ChildRuntime.events)")
+        replaced += [f"ChildRuntime.{name} (on the instance)" for name in list(vars(self))
+                     if hasattr(type(self), name)]
+        if replaced:
+            self.fatal = True  # this process can no longer be trusted to measure anything
+            shown = ", ".join(replaced[:8]) + (f" and {len(replaced) - 8} more"
+                                               if len(replaced) > 8 else "")
+            raise StageError(_STAGE_OF.get(command, "harness"),
+                             f"integrity check failed: the candidate replaced {shown}")
 
     # -- stages --------------------------------------------------------------------------
 
@@ -149,6 +217,7 @@ class ChildRuntime:
         for index, seed in enumerate(request["trial_seeds"]):
             stage = "compile" if index == 0 else "correctness"
             inputs = make_inputs(self._inputs(), request["input_kwargs"], seed, self.device)
+            _reseed()
             before = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
             _poison(self.device, max(2 * tensor_bytes(inputs), 1 << 20))
             started = time.perf_counter()
@@ -160,20 +229,27 @@ class ChildRuntime:
                 what = "first call" if index == 0 else f"correctness trial {index}"
                 raise StageError(stage, f"{what} raised {type(exc).__name__}: {exc}", _tail()) from exc
             seconds = time.perf_counter() - started
-            outputs = self._checked_outputs(result, stage)
-            modified = {k: inputs[k] for k, v in before.items() if not _bitwise_equal(v, inputs[k])}
-            aliases = {o: i for o, t in outputs.items() for i, v in inputs.items()
-                       if isinstance(v, torch.Tensor) and _overlaps(t, v)}
-            path = self.outputs_dir / f"trial{index}.pt"
-            torch.save({"outputs": {k: v.detach().cpu() for k, v in outputs.items()},
-                        "modified_inputs": {k: v.detach().cpu() for k, v in modified.items()}}, path)
-            self.emit(event="trial", index=index, file=str(path.relative_to(self.workdir)),
-                      aliases=aliases, seconds=seconds)
+            saved = self._save_call(result, inputs, before, stage, f"trial{index}")
+            ChildRuntime.emit(self, event="trial", index=index, seconds=seconds, **saved)
         return {}
+
+    def _save_call(self, result: object, inputs: Mapping[str, Any],
+                   before: Mapping[str, torch.Tensor], stage: str, name: str) -> dict[str, Any]:
+        """Outputs and changed inputs of one call, in a file the parent checks."""
+        outputs = self._checked_outputs(result, stage)
+        modified = {k: inputs[k] for k, v in before.items() if not _bitwise_equal(v, inputs[k])}
+        aliases = {o: i for o, t in outputs.items() for i, v in inputs.items()
+                   if isinstance(v, torch.Tensor) and _overlaps(t, v)}
+        path = self.outputs_dir / f"{name}.pt"
+        torch.save({"outputs": {k: v.detach().cpu() for k, v in outputs.items()},
+                    "modified_inputs": {k: v.detach().cpu() for k, v in modified.items()}}, path)
+        return {"file": str(path.relative_to(self.workdir)), "aliases": aliases}
 
     def do_adoption(self, request: dict[str, Any]) -> dict[str, Any]:
         model = self.model_for(request)
         inputs = make_inputs(self._inputs(), request["input_kwargs"], request["seed"], self.device)
+        _reseed()
+        before = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
         launches = LaunchRecorder(own_files=frozenset({str(self.candidate_path)}))
         kernels: list[tuple[str, float]] = []
         if self.device.type == "cuda":
@@ -184,7 +260,7 @@ class ChildRuntime:
             activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
             with self.adapter.recording(launches), torch.no_grad(), \
                     torch.profiler.profile(activities=activities) as prof:
-                model(**inputs)
+                result = model(**inputs)
                 torch.cuda.synchronize()
             kernels = [(name, (end - start) * 1e-9) for name, start, end in device_records(prof)]
             aten_ops = _profiled_aten_ops(prof)
@@ -192,9 +268,14 @@ class ChildRuntime:
             # The CPU has no device records: aten ops dispatched outside DSL launches are the
             # evidence (the interpreter's own ops happen inside launches and are skipped).
             with self.adapter.recording(launches), torch.no_grad(), AtenRecorder(launches) as rec:
-                model(**inputs)
+                result = model(**inputs)
             aten_ops = rec.ops
+        self._check_threads()
+        # The recorded call's output is checked too: a candidate that behaves one way while
+        # it is watched and another while it is checked would otherwise pass both.
+        call = self._save_call(result, inputs, before, "adoption", "adoption")
         return {
+            "call": call,
             "dsl_kernel_names": sorted(launches.own_kernels),
             "foreign_dsl_launches": launches.foreign_launches,
             "kernels": kernels,
@@ -210,6 +291,7 @@ class ChildRuntime:
         model = self.model_for(request)
         sets = [make_inputs(self._inputs(), request["input_kwargs"], seed, self.device)
                 for seed in request["seeds"]]
+        _reseed()
         settings = TimingSettings(**request["settings"])
 
         def forward(inputs: Mapping[str, torch.Tensor]) -> object:
@@ -255,6 +337,32 @@ class ChildRuntime:
                 raise StageError(stage, f"output '{name}' is on {tensor.device}, "
                                         f"expected {self.device.type}")
         return outputs
+
+
+_STAGE_OF = {"correctness": "correctness", "adoption": "adoption", "timing": "performance"}
+
+
+def _fingerprint(adapter: DslAdapter) -> Fingerprint:
+    # atrex_operator_input: the operator's input.py, which draws the inputs the candidate
+    # gets; replaced, it would let a candidate see (or make) every input ahead of time.
+    return fingerprint(extra_modules=[*adapter.guarded_modules(), "atrex_operator_input"],
+                       extra_classes=adapter.guarded_classes())
+
+
+def _other_processes() -> int:
+    """Processes in this sandbox besides this one. In its own PID namespace the child is
+    PID 1 and nothing else is started by the harness, so any other is the candidate's."""
+    if os.getpid() != 1:
+        return 0  # no PID namespace (not root): other processes are not ours to judge
+    try:
+        return sum(1 for name in os.listdir("/proc") if name.isdigit() and name != "1")
+    except OSError:
+        return 0
+
+
+def _reseed() -> None:
+    """After the inputs are drawn: the RNG state no longer tells the candidate their seed."""
+    torch.manual_seed(secrets.randbits(63))
 
 
 def _poison(device: torch.device, nbytes: int) -> None:
@@ -306,7 +414,7 @@ def _tail() -> str:
 
 def main() -> None:
     workdir = Path.cwd()
-    events = os.fdopen(int(os.environ["ATREX_EVENT_FD"]), "w", buffering=1)
+    events = os.fdopen(int(os.environ.pop("ATREX_EVENT_FD")), "w", buffering=1)
     try:
         runtime = ChildRuntime(workdir, events)
     except Exception as exc:  # noqa: BLE001 - report why the sandbox could not start
@@ -316,6 +424,6 @@ def main() -> None:
         raise
     started = time.perf_counter()
     runtime.warm_up()
-    runtime.emit(event="ready", device=str(runtime.device), torch=torch.__version__,
+    ChildRuntime.emit(runtime, event="ready", device=str(runtime.device), torch=torch.__version__,
                  warm_up_seconds=time.perf_counter() - started)
     runtime.serve(sys.stdin)

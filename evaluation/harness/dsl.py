@@ -31,16 +31,21 @@ class LaunchRecorder:
     def depth(self) -> int:
         return getattr(self._local, "depth", 0)
 
-    def enter(self, name: str, source_file: str | None) -> None:
+    def enter(self) -> None:
         self._local.depth = self.depth + 1
+
+    def leave(self) -> None:
+        self._local.depth = self.depth - 1
+
+    def launched(self, name: str, source_file: str | None) -> None:
+        """A launch that completed. Launches that raised, and `warmup` compilations, are
+        not counted: a kernel that fails on purpose before torch does the work (or is only
+        compiled, never run) must not count as the candidate's own work."""
         if source_file in self.own_files:
             self.own_kernels.add(name)
             self.own_launches += 1
         else:
             self.foreign_launches.append(name)
-
-    def leave(self) -> None:
-        self._local.depth = self.depth - 1
 
 
 class DslAdapter(Protocol):
@@ -51,6 +56,12 @@ class DslAdapter(Protocol):
 
     def recording(self, recorder: LaunchRecorder) -> contextlib.AbstractContextManager[None]:
         """While active, report every launch of this DSL to `recorder`."""
+
+    def guarded_modules(self) -> list[str]:
+        """Modules of the DSL's runtime a candidate must not patch (integrity check)."""
+
+    def guarded_classes(self) -> list[tuple[str, type]]:
+        """Classes of the DSL's runtime a candidate must not patch (integrity check)."""
 
 
 class TritonAdapter:
@@ -74,6 +85,13 @@ class TritonAdapter:
             stack.enter_context(_launch_enter_hook(recorder))
             yield
 
+    def guarded_modules(self) -> list[str]:
+        return ["triton.runtime.jit", "triton.runtime.interpreter", "triton.runtime.autotuner",
+                "triton.knobs"]
+
+    def guarded_classes(self) -> list[tuple[str, type]]:
+        return [(f"triton.{cls.__name__}", cls) for cls in self._launchable_classes()]
+
     @staticmethod
     def _launchable_classes() -> list[type]:
         from triton.runtime import jit
@@ -93,11 +111,14 @@ def _wrapped_run(cls: type, recorder: LaunchRecorder) -> Iterator[None]:
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
         fn = getattr(self, "fn", None)
         code = getattr(fn, "__code__", None)
-        recorder.enter(getattr(fn, "__name__", "?"), code.co_filename if code else None)
+        recorder.enter()
         try:
-            return original(self, *args, **kwargs)
+            result = original(self, *args, **kwargs)
         finally:
             recorder.leave()
+        if not kwargs.get("warmup"):
+            recorder.launched(getattr(fn, "__name__", "?"), code.co_filename if code else None)
+        return result
 
     cls.run = run  # type: ignore[attr-defined]
     try:

@@ -314,8 +314,19 @@ class _ShapeRun:
 
     def _adoption(self) -> None:
         self.stage = "adoption"
-        done = self.child.request({"cmd": "adoption", **self.base, "seed": self.seeds.draw()},
+        seed = self.seeds.draw()
+        done = self.child.request({"cmd": "adoption", **self.base, "seed": seed},
                                   self.settings.call_timeout_s)
+        call = done.get("call")
+        if not isinstance(call, dict):
+            raise CandidateError("adoption", "the result channel sent no output of the "
+                                             "recorded call")
+        reference = make_model(self.trusted.reference_class, self.spec.init_kwargs,
+                               self.init_seed, self.device)
+        check = self._check_trial(reference, seed, call)
+        if not check.passed:
+            raise CandidateError("adoption", "the call observed for fallback detection gave a "
+                                             f"different result from the checked ones: {check.reason}")
         try:
             evidence = adoption_mod.AdoptionEvidence(
                 dsl_kernel_names=frozenset(str(n) for n in done["dsl_kernel_names"]),

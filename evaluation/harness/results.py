@@ -22,6 +22,9 @@ PASSED = "passed"
 FAILED = "failed"
 
 
+MAX_ERROR_CHARS = 1000
+
+
 @dataclass
 class ShapeResult:
     shape_id: str
@@ -48,6 +51,11 @@ class ShapeResult:
     def fail(self, stage: str, message: str, traceback_tail: str = "") -> None:
         self.status = FAILED
         self.failed_stage = stage
+        # Messages come from candidate code (exception texts) and are shown to teams:
+        # bounded, so an error cannot carry a large dump out of the sandbox.
+        if len(message) > MAX_ERROR_CHARS:
+            message = message[:MAX_ERROR_CHARS] + f" … ({len(message) - MAX_ERROR_CHARS} more " \
+                "characters cut)"
         self.error = message
         self.traceback_tail = traceback_tail or None
 

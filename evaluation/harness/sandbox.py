@@ -42,12 +42,22 @@ SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 STDERR_TAIL_CHARS = 3000
 
 
+def _half_of_memory(cap_gib: int) -> int:
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return cap_gib * 1024**3
+    return min(cap_gib * 1024**3, total // 2)
+
+
 @dataclass(frozen=True)
 class SandboxSettings:
     isolate: bool = True
     child_uid: int = 65534  # nobody
     child_gid: int = 65534
-    cpu_address_space_bytes: int | None = 32 * 1024**3
+    # CPU children only (CUDA reserves far more address space than it uses): at most half of
+    # this host's memory, so one candidate cannot take the worker down with it.
+    cpu_address_space_bytes: int | None = field(default_factory=lambda: _half_of_memory(32))
     max_processes: int = 1024
     max_file_bytes: int = 8 * 1024**3
     start_timeout_s: float = 180.0
@@ -121,10 +131,20 @@ def _namespaces_available() -> bool:
     return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
 
 
+# Always hidden from the child, whatever the job: every release folder of this checkout (their
+# hidden files, and releases other than the job's) and var/ (database, broker files that
+# carry other teams' candidates and seeds, logs).
+_PROJECT = Path(__file__).resolve().parents[2]
+ALWAYS_MASKED = (_PROJECT / "evaluation" / "releases", _PROJECT / "var")
+
+
 def planned_isolation(settings: SandboxSettings, masked: Sequence[Path]) -> Isolation:
     if settings.isolate and _namespaces_available():
+        paths = [str(p) for p in masked]
+        paths += [str(p) for p in ALWAYS_MASKED if p.is_dir() and str(p) not in paths
+                  and not any(str(p).startswith(m + os.sep) for m in paths)]
         return Isolation(uid=settings.child_uid, network_namespace=True, pid_namespace=True,
-                         masked_paths=tuple(str(p) for p in masked))
+                         masked_paths=tuple(paths))
     notes = ("not root or no unshare/setpriv: the child runs as the parent's user, with "
              "network, and hidden paths are not masked",) if settings.isolate else \
         ("isolation disabled by settings",)
@@ -284,6 +304,10 @@ class ChildProcess:
             if kind == "done":
                 return event
             if kind == "error":
+                if event.get("fatal") is True:
+                    # The child says it cannot be trusted any more: the next request gets a
+                    # fresh process (restarted lazily), never this one.
+                    self._cleanup()
                 raise CandidateError(str(event.get("stage")), str(event.get("message")),
                                      str(event.get("traceback", "")))
             if on_event is not None:

@@ -162,10 +162,16 @@ def test_a_child_is_bound_to_one_candidate_only() -> None:
 
 
 def test_a_forged_result_channel_fails_the_shape_without_harming_the_parent() -> None:
+    # The channel's descriptor is no longer in the environment; a forger finds it anyway.
     forge = """
 import os
-fd = int(os.environ["ATREX_EVENT_FD"])
-os.write(fd, b'{"event": "trial", "index": 0, "file": "../../../etc/passwd", "aliases": []}\\n')
+for name in os.listdir("/proc/self/fd"):
+    try:
+        if int(name) > 2 and os.readlink(f"/proc/self/fd/{name}").startswith("pipe:"):
+            os.write(int(name), b'{"event": "trial", "index": 0, '
+                                b'"file": "../../../etc/passwd", "aliases": []}\\n')
+    except OSError:
+        pass
 """
     bad, _ = run_both(forge)
     assert bad.failed_stage == "correctness"
