@@ -1,0 +1,138 @@
+"""Every page and endpoint against every role: anonymous, team member, another team's
+member, staff, superuser. A new URL fails the coverage test until it is in the matrix."""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from evaluation.catalog import release_import
+from evaluation.models import HardwareProfile
+from leaderboard.services import weight_set_from_release
+from submissions.models import Candidate, EvaluationJob, Submission
+from tests.conftest import FIXTURE_RELEASE
+from tests.factories import TeamFactory, UserFactory, member_of
+
+pytestmark = pytest.mark.django_db
+
+ROLES = ("anonymous", "member", "other", "staff", "superuser")
+PUBLIC = dict.fromkeys(ROLES, 200)
+STAFF_ONLY_PAGE = {"anonymous": 302, "member": 302, "other": 302, "staff": 200, "superuser": 200}
+TEAM_PAGE = {"anonymous": 302, "member": 200, "other": 200, "staff": 404, "superuser": 404}
+OWN_SUBMISSION_PAGE = {"anonymous": 302, "member": 200, "other": 404, "staff": 200,
+                       "superuser": 200}
+OWN_SUBMISSION = {"anonymous": 404, "member": 200, "other": 404, "staff": 200, "superuser": 200}
+OWN_SUBMISSION_API = {"anonymous": 401, "member": 200, "other": 404, "staff": 200,
+                      "superuser": 200}
+
+# (url name, method, expected status per role); {release}, {submission} are filled in.
+MATRIX: list[tuple[str, str, str, dict[str, int]]] = [
+    ("home", "GET", "/", PUBLIC),
+    ("release", "GET", "/releases/{release}/", PUBLIC),
+    ("operator", "GET", "/releases/{release}/rms_norm/", PUBLIC),
+    ("board", "GET", "/boards/{release}/H200/", PUBLIC),
+    ("board-analysis", "GET", "/boards/{release}/H200/analysis/", PUBLIC),
+    ("board-changes-page", "GET", "/boards/{release}/H200/changes/", PUBLIC),
+    ("operator-board", "GET", "/boards/{release}/H200/operators/rms_norm/", PUBLIC),
+    ("board-of", "GET", "/boards/{release}/H200/decode/", PUBLIC),
+    ("board-export", "GET", "/api/boards/{release}/H200/", PUBLIC),
+    ("board-analysis-export", "GET", "/api/boards/{release}/H200/analysis/", PUBLIC),
+    ("board-changes", "GET", "/api/boards/{release}/H200/changes/", PUBLIC),
+    ("operator-board-export", "GET", "/api/boards/{release}/H200/operators/rms_norm/", PUBLIC),
+    ("board-export-of", "GET", "/api/boards/{release}/H200/memory/", PUBLIC),
+    ("board-freeze", "POST", "/staff/boards/{release}/H200/freeze/",
+     {"anonymous": 302, "member": 302, "other": 302, "staff": 302, "superuser": 302}),
+    ("weights", "GET", "/staff/releases/{release}/weights/", STAFF_ONLY_PAGE),
+    ("quarantine", "GET", "/staff/quarantine/", STAFF_ONLY_PAGE),
+    ("team", "GET", "/team/", TEAM_PAGE),
+    ("upload", "GET", "/submit/", TEAM_PAGE),
+    ("submission", "GET", "/submissions/{submission}/", OWN_SUBMISSION_PAGE),
+    ("login", "GET", "/accounts/login/", PUBLIC),
+    ("logout", "POST", "/accounts/logout/", dict.fromkeys(ROLES, 302)),
+    ("admin", "GET", "/admin/", STAFF_ONLY_PAGE),
+    ("api-releases", "GET", "/api/releases/", PUBLIC),
+    ("api-operators", "GET", "/api/releases/{release}/operators/", PUBLIC),
+    ("api-bundle", "GET", "/api/releases/{release}/bundle/", PUBLIC),
+    ("api-submissions", "GET", "/api/submissions/",
+     {"anonymous": 401, "member": 200, "other": 200, "staff": 200, "superuser": 200}),
+    ("api-submission", "GET", "/api/submissions/{submission}/", OWN_SUBMISSION_API),
+    ("api-submission-charts", "GET", "/api/submissions/{submission}/charts/", OWN_SUBMISSION),
+    ("api-submission-cancel", "POST", "/api/submissions/{submission}/cancel/",
+     {"anonymous": 401, "member": 200, "other": 404, "staff": 200, "superuser": 200}),
+    ("api-quota", "GET", "/api/quota/",
+     {"anonymous": 401, "member": 200, "other": 200, "staff": 403, "superuser": 403}),
+    ("api-schema", "GET", "/api/schema/", PUBLIC),
+    ("api-docs", "GET", "/api/docs/", PUBLIC),
+]
+
+
+@pytest.fixture
+def world() -> dict[str, Any]:
+    release = release_import(path=FIXTURE_RELEASE).release
+    weight_set_from_release(release)
+    red, blue = TeamFactory(name="Red"), TeamFactory(name="Blue")
+    submission = Submission.objects.create(
+        team=red, release=release, hardware=HardwareProfile.objects.get(name="H200"))
+    candidate = Candidate.objects.create(submission=submission,
+                                         operator=release.operators.get(name="rms_norm"),
+                                         source="class Model: pass", sha256="0" * 64)
+    EvaluationJob.objects.create(candidate=candidate, status="running", attempts=1)
+    users = {"member": member_of(red, "ruby"), "other": member_of(blue, "bert"),
+             "staff": UserFactory(username="staffer", is_staff=True),
+             "superuser": UserFactory(username="root", is_staff=True, is_superuser=True)}
+    return {"release": release.pk, "submission": submission.pk, "users": users}
+
+
+def client_for(role: str, world: dict[str, Any]) -> Client:
+    client = Client()
+    if role != "anonymous":
+        client.force_login(world["users"][role])
+    return client
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_endpoint_answers_each_role_as_the_matrix_says(role: str,
+                                                             world: dict[str, Any]) -> None:
+    wrong = []
+    with mock.patch("submissions.services.current_app.send_task"):
+        for name, method, path, expected in MATRIX:
+            url = path.format(release=world["release"], submission=world["submission"])
+            client = client_for(role, world)
+            response = client.post(url, {"action": "freeze"}) if method == "POST" \
+                else client.get(url)
+            if response.status_code != expected[role]:
+                wrong.append(f"{method} {url} ({name}): {response.status_code}, "
+                             f"expected {expected[role]}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_staff_actions_by_others_change_nothing(world: dict[str, Any]) -> None:
+    from leaderboard.models import BoardFreeze
+
+    for role in ("anonymous", "member", "other"):
+        client_for(role, world).post(f"/staff/boards/{world['release']}/H200/freeze/",
+                                     {"action": "freeze"})
+    assert not BoardFreeze.objects.exists()
+    client_for("staff", world).post(f"/staff/boards/{world['release']}/H200/freeze/",
+                                    {"action": "freeze"})
+    assert BoardFreeze.objects.count() == 1
+
+
+def test_every_url_is_in_the_matrix() -> None:
+    def names(patterns: list[Any]) -> set[str]:
+        found = set()
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                if pattern.app_name == "admin":
+                    found.add("admin")
+                    continue
+                found |= names(pattern.url_patterns)
+            elif isinstance(pattern, URLPattern) and pattern.name:
+                found.add(pattern.name)
+        return found
+
+    assert names(get_resolver().url_patterns) == {name for name, *_ in MATRIX}
