@@ -48,7 +48,7 @@ SUBMISSION_OUT = inline_serializer("SubmissionOut", {
 class SubmissionListCreateApi(APIView):
     parser_classes = [MultiPartParser, FormParser]
 
-    @extend_schema(responses=SUBMISSION_OUT)
+    @extend_schema(responses=SUBMISSION_OUT, operation_id="submissions_list")
     def get(self, request: Request) -> Response:
         _require_principal(request)
         submissions = submissions_visible(request).order_by("-created_at")[:100]

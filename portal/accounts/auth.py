@@ -6,6 +6,7 @@ from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
@@ -46,3 +47,13 @@ def is_admin(request: Any) -> bool:
     user = getattr(request, "user", None)
     return bool(user is not None and user.is_authenticated and user.is_staff
                 and not isinstance(getattr(request, "auth", None), ApiToken))
+
+
+class TeamTokenScheme(OpenApiAuthenticationExtension):
+    """Describes the team token in the OpenAPI schema (found by drf-spectacular by class)."""
+
+    target_class = "portal.accounts.auth.TeamTokenAuthentication"
+    name = "teamToken"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {"type": "http", "scheme": "bearer", "bearerFormat": "atx_ team token"}
