@@ -112,6 +112,17 @@ LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/team/"
 LOGOUT_REDIRECT_URL = "/"
 
+# Rate limits (requests, window in seconds) per scope; see portal/ratelimit.py.
+ATREX_RATE_LIMITS = {
+    "login": (env_int("ATREX_LOGIN_LIMIT", 10), 60),  # per client address
+    "token": (env_int("ATREX_TOKEN_FAILURE_LIMIT", 20), 60),  # failed tokens per address
+    "upload": (env_int("ATREX_UPLOAD_LIMIT", 30), 60),  # per team
+}
+_CACHE_URL = env_str("CACHE_URL", "")
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                      "LOCATION": _CACHE_URL} if _CACHE_URL else
+          {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [

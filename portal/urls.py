@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from evaluation import api as catalog_api
 from evaluation import views as catalog_views
 from leaderboard import views as board_views
+from portal.ratelimit import limited_posts
 from submissions import api as submissions_api
 from submissions import views as submissions_views
 
@@ -38,7 +39,8 @@ urlpatterns = [
     path("team/", submissions_views.team_page, name="team"),
     path("submit/", submissions_views.upload_page, name="upload"),
     path("submissions/<int:pk>/", submissions_views.submission_page, name="submission"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", limited_posts("login", "sign-in attempts")(
+        auth_views.LoginView.as_view()), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/releases/", catalog_api.ReleaseListApi.as_view(), name="api-releases"),

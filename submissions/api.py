@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.exceptions import NotAuthenticated, PermissionDenied
+from rest_framework.exceptions import NotAuthenticated, PermissionDenied, Throttled
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from evaluation.models import HardwareProfile, Release
 from portal.accounts.auth import is_admin, request_team
 from portal.accounts.models import Team
+from portal.ratelimit import exceeded, limit
 from submissions.models import EvaluationJob
 from submissions.selectors import submission_detail, submission_visible, submissions_visible
 from submissions.services import job_cancel, quota_status, submission_create
@@ -57,6 +58,9 @@ class SubmissionListCreateApi(APIView):
     @extend_schema(request=SubmissionIn, responses={201: SUBMISSION_OUT})
     def post(self, request: Request) -> Response:
         team = acting_team(request)
+        wait = exceeded(limit("upload"), f"team:{team.pk}")
+        if wait is not None:
+            raise Throttled(wait=wait, detail=f"too many uploads; try again in {wait} s")
         data = SubmissionIn(data=request.data)
         data.is_valid(raise_exception=True)
         fields = data.validated_data

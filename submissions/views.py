@@ -14,6 +14,7 @@ from django.views.decorators.http import require_http_methods
 from evaluation.models import HardwareProfile, Release
 from portal.accounts.auth import request_team
 from portal.accounts.models import ApiToken, Team, token_create
+from portal.ratelimit import client_address, limited_posts
 from submissions.models import ShapeResult
 from submissions.selectors import (
     quarantined_results,
@@ -56,8 +57,14 @@ def team_page(request: HttpRequest) -> HttpResponse:
         "submissions": submissions_visible(request).order_by("-created_at")[:50]})
 
 
+def _uploader(request: HttpRequest) -> str:
+    team = request_team(request)
+    return f"team:{team.pk}" if team is not None else f"address:{client_address(request)}"
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
+@limited_posts("upload", "uploads", who=_uploader)
 def upload_page(request: HttpRequest) -> HttpResponse:
     team = _team_or_404(request)
     context: dict[str, Any] = {"releases": Release.objects.order_by("name", "-version"),

@@ -1,0 +1,49 @@
+"""Rate limits: sign-in attempts, token guessing and uploads answer 429 past their limit."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client, override_settings
+
+from portal.accounts.models import token_create
+from tests.factories import TeamFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+LIMITS = {"login": (3, 60), "token": (4, 60), "upload": (2, 60)}
+
+
+@override_settings(ATREX_RATE_LIMITS=LIMITS)
+def test_sign_in_attempts_are_limited_per_address() -> None:
+    UserFactory(username="ruby")
+    client = Client(REMOTE_ADDR="10.0.0.7")
+    codes = [client.post("/accounts/login/", {"username": "ruby", "password": "guess"})
+             .status_code for _ in range(4)]
+    assert codes == [200, 200, 200, 429]
+    last = client.post("/accounts/login/", {"username": "ruby", "password": "guess"})
+    assert last.status_code == 429 and int(last["Retry-After"]) > 0
+    # Another address is not held back, and reading the page is never limited.
+    assert Client(REMOTE_ADDR="10.0.0.8").post(
+        "/accounts/login/", {"username": "ruby", "password": "correct horse battery"}
+    ).status_code == 302
+    assert client.get("/accounts/login/").status_code == 200
+
+
+@override_settings(ATREX_RATE_LIMITS=LIMITS)
+def test_guessing_api_tokens_is_slowed_down() -> None:
+    client = Client(REMOTE_ADDR="10.0.0.9")
+    codes = [client.get("/api/quota/", HTTP_AUTHORIZATION=f"Bearer atx_guess{i}").status_code
+             for i in range(5)]
+    assert codes == [401, 401, 401, 401, 429]
+
+
+@override_settings(ATREX_RATE_LIMITS=LIMITS)
+def test_uploads_are_limited_per_team_before_any_work() -> None:
+    red = TeamFactory(name="Red")
+    _, token = token_create(team=red, name="ci")
+    client = Client()
+    codes = [client.post("/api/submissions/", {"release": 999999, "hardware": "H200"},
+                         HTTP_AUTHORIZATION=f"Bearer {token}").status_code for _ in range(3)]
+    assert codes[:2] == [400, 400] and codes[2] == 429
+    other = token_create(team=TeamFactory(name="Blue"), name="ci")[1]
+    assert client.post("/api/submissions/", {}, HTTP_AUTHORIZATION=f"Bearer {other}"
+                       ).status_code == 400
