@@ -25,11 +25,12 @@ HONEST = sample_source("rms_norm", "triton_native")
 FAST = dataclasses.replace(TEST_SETTINGS, compile_timeout_s=15.0, call_timeout_s=15.0)
 
 
-def failed_with(text: str) -> Callable[[EvaluationResult], None]:
+def failed_with(*texts: str) -> Callable[[EvaluationResult], None]:
+    """Every shape failed, and its reason contains one of ``texts``."""
     def check(result: EvaluationResult) -> None:
         for shape in result.shapes:
             assert shape.status == "failed", (shape.shape_id, shape.verdict)
-            assert text in (shape.error or ""), shape.error
+            assert any(text in (shape.error or "") for text in texts), shape.error
     return check
 
 
@@ -65,7 +66,9 @@ CASES: dict[str, Callable[[EvaluationResult], None]] = {
                                  "result"),
     "input_mutation": failed_with("the candidate modified its input 'x'"),
     "return_input_view": failed_with("the candidate modified its input 'x'"),
-    "stale_memory": failed_with("elements outside atol"),
+    # whether the recycled block still holds the poison (NaN) or an old result depends on
+    # the allocator's order; both are the same catch by the parent's comparison
+    "stale_memory": failed_with("elements outside atol", "NaN/Inf values"),
     "constant_output": failed_with("elements outside atol"),
     "precision_downgrade": failed_with("elements outside atol"),
     "background_thread": failed_with("background thread"),
