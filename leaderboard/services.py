@@ -37,7 +37,10 @@ def weight_set_create(*, release: Release, weights: Mapping[str, float], source:
         raise WeightError(f"no such operators in {release}: {', '.join(unknown)}")
     normalised = normalise_weights(weights, operators)
     with transaction.atomic():
-        version = (WeightSet.objects.select_for_update().filter(release=release)
+        # The release row serialises versioning: a lock on the weight-set rows would miss
+        # the first version, when there are none to lock.
+        Release.objects.select_for_update().get(pk=release.pk)
+        version = (WeightSet.objects.filter(release=release)
                    .aggregate(v=Max("version"))["v"] or 0) + 1
         return WeightSet.objects.create(release=release, version=version, weights=normalised,
                                         source=source, author=author if getattr(author, "pk", None)
@@ -64,11 +67,13 @@ def weight_set_from_release(release: Release) -> WeightSet:
 def weight_set_activate(*, weight_set: WeightSet, actor: Any) -> int:
     """Make `weight_set` the release's active one and rescore every submission under it.
 
-    Returns the number of submissions rescored. The release's weight-set rows are locked, so
-    two activations cannot both leave a set active (the partial unique index backs this up).
+    Returns the number of submissions rescored. The release row is locked first, so
+    activations of one release run one after the other, even while none is active yet
+    (the partial unique index one_active_weight_set backs this up).
     """
     with transaction.atomic():
-        sets = WeightSet.objects.select_for_update().filter(release=weight_set.release)
+        Release.objects.select_for_update().get(pk=weight_set.release_id)
+        sets = WeightSet.objects.filter(release=weight_set.release_id)
         before = sets.filter(active=True).values_list("version", flat=True).first()
         sets.filter(active=True).exclude(pk=weight_set.pk).update(active=False)
         WeightSet.objects.filter(pk=weight_set.pk).update(active=True)
