@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import socket
 import tempfile
+import uuid
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -24,6 +25,12 @@ from evaluation.harness.sandbox import HarnessError
 
 SPEC_VERSION = 1
 Publish = Callable[[str, dict[str, Any]], None]  # (event kind, payload)
+CheckStop = Callable[[], None]  # raises to abandon the run
+
+
+def new_run_id() -> str:
+    """One execution of a spec: a redelivered message runs the same attempt again."""
+    return uuid.uuid4().hex
 
 
 def job_spec(*, job_id: int, attempt: int, operator: str, reference_py: str, input_py: str,
@@ -39,8 +46,15 @@ def job_spec(*, job_id: int, attempt: int, operator: str, reference_py: str, inp
 
 
 def run_job_spec(spec: dict[str, Any], publish: Publish,
-                 settings: EvaluationSettings | None = None) -> None:
-    ids = {"job_id": spec["job_id"], "attempt": spec["attempt"], "worker": socket.gethostname()}
+                 settings: EvaluationSettings | None = None, *, run: str | None = None,
+                 worker: str | None = None, check_stop: CheckStop | None = None) -> None:
+    """Evaluate `spec`, reporting through `publish`.
+
+    `check_stop` is called before the first shape and after each one; whatever it raises
+    ends the run there, without a report (the portal asked for it and ignores this run).
+    """
+    ids = {"job_id": spec["job_id"], "attempt": spec["attempt"],
+           "worker": worker or socket.gethostname(), "run": run or new_run_id()}
     try:
         with tempfile.TemporaryDirectory(prefix="atrex-job-") as folder:
             operator_dir = Path(folder) / spec["operator"]["name"]
@@ -54,8 +68,12 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
                 tolerance=Tolerance(**spec["tolerance"]), dsl=spec["dsl"],
                 dsl_ratio_threshold=spec["dsl_ratio_threshold"], seed=spec["seed"])
             publish("started", {**ids, "shapes_total": len(public.shapes)})
+            if check_stop is not None:
+                check_stop()
 
             def progress(shape: ShapeResult, done: int, total: int) -> None:
+                if check_stop is not None:
+                    check_stop()  # a stopped run's last shape was cut short: not reported
                 publish("progress", {**ids, "done": done, "total": total, "shape": json_safe(asdict(shape))})
 
             result = evaluate(job, settings or EvaluationSettings(), progress)

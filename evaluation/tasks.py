@@ -6,19 +6,35 @@ go back as messages on the results queue, never through the database.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from celery import current_app, shared_task
+from celery import Task, current_app, shared_task
 
-from evaluation.jobs import run_job_spec
+from evaluation.jobs import new_run_id, run_job_spec
+from evaluation.stop import RunStopped, StopWatch
 
 RESULTS_QUEUE = "results"
 RECORD_EVENT_TASK = "submissions.record_event"
+# Reports must outlive a broker restart: keep trying for about two minutes (a report that
+# never arrives leaves the job to the sweeper, which runs it again).
+PUBLISH_RETRY = {"max_retries": 60, "interval_start": 0.5, "interval_step": 0.5,
+                 "interval_max": 2.0}
+log = logging.getLogger(__name__)
 
 
-@shared_task(name="evaluation.evaluate_job", acks_late=True, reject_on_worker_lost=True)
-def evaluate_job(spec: dict[str, Any]) -> None:
+@shared_task(name="evaluation.evaluate_job", bind=True, acks_late=True,
+             reject_on_worker_lost=True)
+def evaluate_job(self: Task, spec: dict[str, Any]) -> None:
     def publish(kind: str, payload: dict[str, Any]) -> None:
-        current_app.send_task(RECORD_EVENT_TASK, args=[kind, payload], queue=RESULTS_QUEUE)
+        current_app.send_task(RECORD_EVENT_TASK, args=[kind, payload], queue=RESULTS_QUEUE,
+                              retry=True, retry_policy=PUBLISH_RETRY)
 
-    run_job_spec(spec, publish)
+    run = new_run_id()
+    with StopWatch(current_app, job_id=spec["job_id"], attempt=spec["attempt"],
+                   run=run) as watch:
+        try:
+            run_job_spec(spec, publish, run=run, worker=self.request.hostname,
+                         check_stop=watch.check)
+        except RunStopped as exc:
+            log.warning("%s", exc)

@@ -154,11 +154,32 @@ if CELERY_BROKER_URL == "filesystem://":
     }
     for _folder in ("queue", "processed", "control"):  # the transport expects its folders to exist
         (_broker / _folder).mkdir(parents=True, exist_ok=True)
+elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # A message taken by a worker that died unacknowledged (SIGKILL, lost host) is delivered
+    # again after this many seconds. It must exceed the longest job, or a running job is
+    # delivered twice (harmless: only one run holds the claim, but GPU time is wasted).
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": env_int("ATREX_BROKER_VISIBILITY_TIMEOUT", 3600, minimum=1)}
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+
+# The sweeper (docs/operations.md): a running job whose worker has not reported for
+# ATREX_JOB_STALE_SECONDS (progress comes after every shape) is run again as a new attempt,
+# up to ATREX_JOB_MAX_ATTEMPTS attempts, then failed with a reason the team can read.
+ATREX_JOB_STALE_SECONDS = env_int("ATREX_JOB_STALE_SECONDS", 900, minimum=1)
+ATREX_JOB_MAX_ATTEMPTS = env_int("ATREX_JOB_MAX_ATTEMPTS", 3, minimum=1)
+ATREX_SWEEP_INTERVAL_SECONDS = env_int("ATREX_SWEEP_INTERVAL_SECONDS", 60, minimum=1)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-stale-jobs": {
+        "task": "submissions.sweep_jobs",
+        "schedule": float(ATREX_SWEEP_INTERVAL_SECONDS),
+        # Web side (needs the database); a sweep nobody ran in time is dropped, not piled up.
+        "options": {"queue": "results", "expires": float(ATREX_SWEEP_INTERVAL_SECONDS)},
+    },
+}
 
 # Which shapes jobs evaluate (a glob over shape ids). CPU-only deployments (the embedded
 # default, CI) evaluate the dev tier: real sizes take hours in Triton's interpreter.

@@ -62,6 +62,9 @@ class EvaluationJob(models.Model):
                               db_index=True)
     attempts = models.PositiveIntegerField(default=0)
     worker = models.CharField(max_length=200, blank=True)
+    # The execution that holds the current attempt: a redelivered message runs the same
+    # attempt again under a new run id, and only the holder's reports are stored.
+    run = models.CharField(max_length=32, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     shapes_done = models.PositiveIntegerField(default=0)
     shapes_total = models.PositiveIntegerField(default=0)

@@ -17,6 +17,7 @@ from evaluation.harness.release import ShapeRoofline
 from evaluation.harness.results import PASSED
 from evaluation.harness.roofline import attainment, roofline_point
 from evaluation.models import Shape
+from evaluation.stop import publish_stop, stop_message
 from evaluation.tasks import RESULTS_QUEUE
 from submissions.models import EvaluationJob, ShapeResult
 
@@ -27,12 +28,35 @@ TERMINAL = (EvaluationJob.Status.SCORED, EvaluationJob.Status.FAILED,
 
 
 def record_event(kind: str, payload: dict[str, Any]) -> None:
+    """Store one report of a GPU host, if it comes from the run that holds the job.
+
+    A run holds the job's current attempt from its "started" report on (a redelivered
+    message starts the same attempt again and takes it over: the run before it is dead or
+    superseded, and its partial results are dropped). Reports of any other run, of an older
+    attempt or of an ended job are ignored, and a run still alive is told to stop.
+    """
+    run = str(payload.get("run", ""))
     with transaction.atomic():
         job = (EvaluationJob.objects.select_for_update(of=("self",))
                .select_related("candidate__operator__hidden", "candidate__submission__hardware")
                .filter(pk=payload.get("job_id")).first())
-        if job is None or job.status in TERMINAL or payload.get("attempt") != job.attempts:
-            return  # stale, unknown or already ended
+        if job is None:
+            return
+        if job.status in TERMINAL or payload.get("attempt") != job.attempts:
+            if kind not in ("result", "failed"):  # a run still going: no use any more
+                _stop_on_commit(job.pk, payload.get("attempt"), run)
+            return  # stale, or already ended
+        if kind == "started" and job.run != run:
+            if job.run:  # a redelivery: start this attempt afresh with the new run
+                job.results.filter(attempt=job.attempts).delete()
+                job.shapes_done = 0
+                _stop_on_commit(job.pk, job.attempts, job.run)  # in case it still runs
+            job.run = run
+        elif not job.run:
+            job.run = run  # its "started" report is still on the way
+        elif job.run != run:
+            _stop_on_commit(job.pk, job.attempts, run)
+            return  # another run holds this attempt
         now = timezone.now()
         job.heartbeat_at = now
         job.worker = str(payload.get("worker", ""))[:200]
@@ -57,6 +81,12 @@ def record_event(kind: str, payload: dict[str, Any]) -> None:
             job.infrastructure_failure = bool(payload.get("infrastructure", False))
             job.finished_at = now
         job.save()
+
+
+def _stop_on_commit(job_id: int, attempt: object, run: str) -> None:
+    if isinstance(attempt, int):
+        message = stop_message(job_id=job_id, up_to_attempt=attempt, run=run)
+        transaction.on_commit(lambda: publish_stop(current_app, message))
 
 
 def _rescore_on_commit(submission_id: int) -> None:

@@ -6,18 +6,20 @@ import fnmatch
 import hashlib
 import json
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from evaluation.baselines import baseline_source
 from evaluation.jobs import job_spec
 from evaluation.models import HardwareProfile, Operator, Release
+from evaluation.stop import publish_stop, stop_message
 from evaluation.tasks import RESULTS_QUEUE
 from portal.accounts.models import Team
 from portal.audit.models import audit
@@ -120,27 +122,101 @@ def _evaluated_shapes(operator: Operator) -> list[str]:
 def dispatch_job(job_id: int) -> None:
     """Start a new attempt of a job: a spec with public data only, to eval.<hardware>."""
     with transaction.atomic():
-        job = (EvaluationJob.objects.select_for_update(of=("self",))
-               .select_related("candidate__operator__release", "candidate__operator__hidden",
-                               "candidate__submission__hardware").get(pk=job_id))
-        if job.status not in ACTIVE:
+        job = _locked_job(job_id)
+        if job is None or job.status not in ACTIVE:
             return
-        job.attempts += 1
-        job.status = EvaluationJob.Status.QUEUED
-        job.save(update_fields=["attempts", "status"])
-        candidate = job.candidate
-        operator = candidate.operator
-        release = operator.release
-        hardware = candidate.submission.hardware
-        spec = job_spec(
-            job_id=job.pk, attempt=job.attempts, operator=operator.name,
-            reference_py=operator.reference_py, input_py=operator.input_py,
-            shapes_json=_filtered_shapes_json(operator), candidate_source=candidate.source,
-            atol=operator.hidden.atol, rtol=operator.hidden.rtol, dsl=release.dsl,
-            dsl_ratio_threshold=release.dsl_ratio_threshold, hardware=hardware.name,
-            seed=secrets.randbits(63))
-        queue = hardware.queue
-    current_app.send_task("evaluation.evaluate_job", args=[spec], queue=queue)
+        send = _next_attempt(job)
+    send()
+
+
+def attempt_task_id(job_id: int, attempt: int) -> str:
+    """The Celery task id of one attempt: known without storing it, so it can be revoked."""
+    return f"job-{job_id}-attempt-{attempt}"
+
+
+def _locked_job(job_id: int, *, skip_locked: bool = False) -> EvaluationJob | None:
+    return (EvaluationJob.objects.select_for_update(of=("self",), skip_locked=skip_locked)
+            .select_related("candidate__operator__release", "candidate__operator__hidden",
+                            "candidate__submission__hardware").filter(pk=job_id).first())
+
+
+def _next_attempt(job: EvaluationJob) -> Callable[[], None]:
+    """Number the next attempt of a locked job; return what sends its spec (after commit).
+
+    Reports of earlier attempts are ignored from the moment this commits.
+    """
+    job.attempts += 1
+    job.status = EvaluationJob.Status.QUEUED
+    job.run = ""
+    job.save(update_fields=["attempts", "status", "run"])
+    candidate = job.candidate
+    operator = candidate.operator
+    release = operator.release
+    hardware = candidate.submission.hardware
+    spec = job_spec(
+        job_id=job.pk, attempt=job.attempts, operator=operator.name,
+        reference_py=operator.reference_py, input_py=operator.input_py,
+        shapes_json=_filtered_shapes_json(operator), candidate_source=candidate.source,
+        atol=operator.hidden.atol, rtol=operator.hidden.rtol, dsl=release.dsl,
+        dsl_ratio_threshold=release.dsl_ratio_threshold, hardware=hardware.name,
+        seed=secrets.randbits(63))
+    queue, task_id = hardware.queue, attempt_task_id(job.pk, job.attempts)
+    return lambda: current_app.send_task("evaluation.evaluate_job", args=[spec], queue=queue,
+                                         task_id=task_id)
+
+
+def _stop_attempts(job_id: int, up_to_attempt: int) -> None:
+    """Tell GPU hosts to drop attempts 1..up_to_attempt: queued ones are revoked, running
+    ones stopped (their sandboxed child killed)."""
+    current_app.control.revoke([attempt_task_id(job_id, n) for n in range(1, up_to_attempt + 1)])
+    publish_stop(current_app, stop_message(job_id=job_id, up_to_attempt=up_to_attempt))
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    requeued: list[int]
+    failed: list[int]
+
+
+def jobs_sweep(*, now: datetime | None = None) -> SweepReport:
+    """Run again every running job whose worker stopped reporting; fail it after the last
+    allowed attempt, with a reason the team reads on its submission.
+
+    Each job is locked and checked again under the lock, so a report that arrived in the
+    meantime wins; a job another sweep holds is skipped.
+    """
+    now = now or timezone.now()
+    stale_seconds = settings.ATREX_JOB_STALE_SECONDS
+    stale = (Q(status=EvaluationJob.Status.RUNNING)
+             & (Q(heartbeat_at__lt=now - timedelta(seconds=stale_seconds))
+                | Q(heartbeat_at__isnull=True)))
+    report = SweepReport(requeued=[], failed=[])
+    for job_id in EvaluationJob.objects.filter(stale).values_list("pk", flat=True):
+        with transaction.atomic():
+            job = _locked_job(job_id, skip_locked=True)
+            if job is None or not EvaluationJob.objects.filter(stale, pk=job_id).exists():
+                continue
+            before = {"status": job.status, "attempts": job.attempts, "worker": job.worker}
+            attempt = job.attempts
+            transaction.on_commit(lambda pk=job.pk, n=attempt: _stop_attempts(pk, n))
+            if attempt >= settings.ATREX_JOB_MAX_ATTEMPTS:
+                job.status = EvaluationJob.Status.FAILED
+                job.error = (f"The evaluation was abandoned: on each of its {attempt} attempts "
+                             f"the GPU worker stopped reporting for {stale_seconds} s (last "
+                             f"worker: {job.worker or 'unknown'}). This is an infrastructure "
+                             "failure and does not count against your quota; submit again "
+                             "or ask an admin to re-run it.")
+                job.infrastructure_failure = True
+                job.finished_at = now
+                job.save(update_fields=["status", "error", "infrastructure_failure",
+                                        "finished_at"])
+                report.failed.append(job.pk)
+            else:
+                transaction.on_commit(_next_attempt(job))
+                report.requeued.append(job.pk)
+            audit(actor=None, action="job.sweep", target=f"job:{job.pk}", before=before,
+                  after={"status": job.status, "attempts": job.attempts})
+    return report
 
 
 def _filtered_shapes_json(operator: Operator) -> str:
@@ -151,21 +227,36 @@ def _filtered_shapes_json(operator: Operator) -> str:
 
 
 def job_cancel(*, job: EvaluationJob) -> bool:
-    updated = EvaluationJob.objects.filter(pk=job.pk, status__in=ACTIVE).update(
-        status=EvaluationJob.Status.CANCELLED, finished_at=timezone.now())
-    return bool(updated)
+    """Cancel a queued or running job; its GPU host is told to stop and kill its child."""
+    with transaction.atomic():
+        locked = _locked_job(job.pk)
+        if locked is None or locked.status not in ACTIVE:
+            return False
+        locked.status = EvaluationJob.Status.CANCELLED
+        locked.finished_at = timezone.now()
+        locked.save(update_fields=["status", "finished_at"])
+        transaction.on_commit(lambda: _stop_attempts(locked.pk, locked.attempts))
+    return True
 
 
 def job_rerun(*, job: EvaluationJob, actor: object) -> None:
     """Evaluate again as a new attempt (admins; no quota). Results of older attempts stay."""
     with transaction.atomic():
-        before = {"status": job.status, "attempts": job.attempts}
-        EvaluationJob.objects.filter(pk=job.pk).update(
-            status=EvaluationJob.Status.QUEUED, error="", infrastructure_failure=False,
-            finished_at=None, shapes_done=0)
+        locked = _locked_job(job.pk)
+        if locked is None:
+            return
+        before = {"status": locked.status, "attempts": locked.attempts}
+        locked.error, locked.infrastructure_failure = "", False
+        locked.finished_at, locked.shapes_done = None, 0
+        locked.save(update_fields=["error", "infrastructure_failure", "finished_at",
+                                   "shapes_done"])
+        old_attempt = locked.attempts
+        send = _next_attempt(locked)
         audit(actor=actor, action="job.rerun", target=f"job:{job.pk}", before=before,
               after={"status": "queued"})
-        transaction.on_commit(lambda: dispatch_job(job.pk))
+        if old_attempt:
+            transaction.on_commit(lambda: _stop_attempts(locked.pk, old_attempt))
+        transaction.on_commit(send)
 
 
 def shape_result_review(*, result: ShapeResult, accept: bool, actor: object) -> None:

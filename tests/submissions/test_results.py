@@ -7,28 +7,11 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile
 from submissions.models import EvaluationJob, ShapeResult
 from submissions.results import record_event
-from submissions.services import submission_create
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
-from tests.factories import TeamFactory, member_of
+from tests.factories import member_of
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def job() -> EvaluationJob:
-    release = release_import(path=FIXTURE_RELEASE).release
-    submission = submission_create(
-        team=TeamFactory(), user=None, release=release,
-        hardware=HardwareProfile.objects.get(name="H200"), filename="rms_norm.py",
-        data=(SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes())
-    job = submission.candidates.get().job
-    EvaluationJob.objects.filter(pk=job.pk).update(attempts=1)  # as dispatch_job would
-    job.refresh_from_db()
-    return job
 
 
 def shape(shape_id: str, median_s: float | None = 20e-6, status: str = "passed") -> dict[str, Any]:

@@ -1,0 +1,131 @@
+"""Telling a GPU host to stop a run: a fanout message, a watcher thread, a kill.
+
+The web tier cannot reach a GPU host except through the broker, and a solo-pool worker
+does not read Celery's control channel while a task runs. So each running evaluation
+listens on its own queue bound to the fanout exchange `atrex.stop`; a stop message for
+its job (a cancel, a requeue by the sweeper, a lost claim) kills the sandboxed child's
+process group at once, and the run ends after that shape without reporting.
+
+Imports no Django: it runs on a bare GPU host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+from celery import Celery
+from kombu.entity import Exchange, Queue
+from kombu.message import Message
+
+STOP_EXCHANGE = Exchange("atrex.stop", type="fanout", durable=False, auto_delete=False)
+log = logging.getLogger(__name__)
+
+
+class RunStopped(Exception):
+    """The portal asked this run to stop (cancelled, requeued or superseded)."""
+
+
+def stop_message(*, job_id: int, up_to_attempt: int, run: str = "") -> dict[str, Any]:
+    """Stops every run of `job_id` at attempt <= up_to_attempt (only `run`, if given)."""
+    return {"job_id": job_id, "up_to_attempt": up_to_attempt, "run": run}
+
+
+def publish_stop(app: Celery, message: dict[str, Any]) -> None:
+    with app.producer_or_acquire() as producer:
+        producer.publish(message, exchange=STOP_EXCHANGE, routing_key="", serializer="json",
+                         declare=[STOP_EXCHANGE], retry=True,
+                         retry_policy={"max_retries": 5, "interval_start": 0.2,
+                                       "interval_step": 0.5, "interval_max": 2})
+
+
+def applies_to(message: dict[str, Any], *, job_id: int, attempt: int, run: str) -> bool:
+    try:
+        return (message.get("job_id") == job_id and attempt <= int(message["up_to_attempt"])
+                and message.get("run", "") in ("", run))
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def kill_children() -> int:
+    """SIGKILL the process group of each child this process started in its own session.
+
+    That is the harness's sandboxed child (started with start_new_session, and in its own
+    PID namespace where the host allows): killing its group ends everything it made.
+    """
+    killed = 0
+    me = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        pid, ppid, pgid = int(entry.name), int(fields[1]), int(fields[2])
+        if ppid == me and pgid == pid:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+                killed += 1
+    return killed
+
+
+class StopWatch:
+    """While a run is in progress, a thread that stops it when the portal says so."""
+
+    def __init__(self, app: Celery, *, job_id: int, attempt: int, run: str) -> None:
+        self.app = app
+        self.job_id, self.attempt, self.run = job_id, attempt, run
+        self.stopped = threading.Event()
+        self._done = threading.Event()
+        self._listening = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name=f"stop-watch-{job_id}",
+                                        daemon=True)
+        with app.connection_for_read() as connection:  # lazy: nothing connects here
+            self._errors = (OSError, *connection.connection_errors)
+
+    def __enter__(self) -> StopWatch:
+        self._thread.start()
+        self._listening.wait(timeout=10)  # a stop sent from now on is not missed
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join(timeout=10)
+
+    def check(self) -> None:
+        if self.stopped.is_set():
+            raise RunStopped(f"job {self.job_id} attempt {self.attempt}: stopped by the portal")
+
+    def _on_message(self, body: Any, message: Message) -> None:
+        if isinstance(body, dict) and applies_to(body, job_id=self.job_id,
+                                                 attempt=self.attempt, run=self.run):
+            log.warning("job %s attempt %s: stop requested", self.job_id, self.attempt)
+            self.stopped.set()
+        message.ack()
+
+    def _watch(self) -> None:
+        queue = Queue(f"atrex.stop.{uuid.uuid4().hex}", exchange=STOP_EXCHANGE, routing_key="",
+                      durable=False, auto_delete=True)
+        while not self._done.is_set():
+            try:
+                with self.app.connection_for_read() as connection, \
+                        connection.Consumer([queue], callbacks=[self._on_message],
+                                            accept=["json"]):
+                    self._listening.set()
+                    while not self._done.is_set():
+                        if self.stopped.is_set():
+                            kill_children()  # again and again: a restarted child dies too
+                        with contextlib.suppress(socket.timeout, TimeoutError):
+                            connection.drain_events(timeout=0.5)
+            except self._errors as exc:
+                log.warning("stop watcher lost the broker (%s); reconnecting", exc)
+                self._listening.set()
+                self._done.wait(1)
