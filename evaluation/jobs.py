@@ -3,7 +3,8 @@
 A spec holds public data only (the operator's public files, its shapes, the candidate's
 source, tolerances, the DSL and a secret seed). The host needs the broker and nothing
 else: no database, no hidden files. It reports through `publish`: progress after every
-shape (which doubles as a heartbeat), then the raw result, or a failure.
+shape, then the raw result, or a failure (the Celery task adds a heartbeat every
+`heartbeat_s` seconds).
 
 Imports no Django: it runs on a bare GPU host.
 """
@@ -35,13 +36,15 @@ def new_run_id() -> str:
 
 def job_spec(*, job_id: int, attempt: int, operator: str, reference_py: str, input_py: str,
              shapes_json: str, candidate_source: str, atol: float, rtol: float, dsl: str,
-             dsl_ratio_threshold: float, hardware: str, seed: int) -> dict[str, Any]:
+             dsl_ratio_threshold: float, hardware: str, seed: int,
+             heartbeat_s: float = 0) -> dict[str, Any]:
     return {
         "version": SPEC_VERSION, "job_id": job_id, "attempt": attempt, "hardware": hardware,
         "operator": {"name": operator, "reference_py": reference_py, "input_py": input_py,
                      "shapes_json": shapes_json},
         "candidate_source": candidate_source, "tolerance": {"atol": atol, "rtol": rtol},
         "dsl": dsl, "dsl_ratio_threshold": dsl_ratio_threshold, "seed": seed,
+        "heartbeat_s": heartbeat_s,
     }
 
 

@@ -1,10 +1,13 @@
-"""Telling a GPU host to stop a run: a fanout message, a watcher thread, a kill.
+"""A run's lifeline to the portal: heartbeats out, stop requests in.
 
 The web tier cannot reach a GPU host except through the broker, and a solo-pool worker
 does not read Celery's control channel while a task runs. So each running evaluation
 listens on its own queue bound to the fanout exchange `atrex.stop`; a stop message for
 its job (a cancel, a requeue by the sweeper, a lost claim) kills the sandboxed child's
-process group at once, and the run ends after that shape without reporting.
+process group at once, and the run ends after that shape without reporting. The same
+thread sends a heartbeat every few seconds, however long a shape takes: a job whose
+heartbeats stop has a dead, frozen or cut-off worker, and the portal's sweeper runs it
+again.
 
 Imports no Django: it runs on a bare GPU host.
 """
@@ -17,7 +20,9 @@ import os
 import signal
 import socket
 import threading
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,12 +83,17 @@ def kill_children() -> int:
 
 
 class StopWatch:
-    """While a run is in progress, a thread that stops it when the portal says so."""
+    """While a run is in progress: a thread that stops it when the portal says so, and
+    calls `heartbeat` every `heartbeat_s` seconds once `beating` is set."""
 
-    def __init__(self, app: Celery, *, job_id: int, attempt: int, run: str) -> None:
+    def __init__(self, app: Celery, *, job_id: int, attempt: int, run: str,
+                 heartbeat: Callable[[], None] | None = None, heartbeat_s: float = 0) -> None:
         self.app = app
         self.job_id, self.attempt, self.run = job_id, attempt, run
         self.stopped = threading.Event()
+        self.beating = threading.Event()  # set once the run has reported "started"
+        self._heartbeat, self._heartbeat_s = heartbeat, heartbeat_s
+        self._next_beat = 0.0
         self._done = threading.Event()
         self._listening = threading.Event()
         self._thread = threading.Thread(target=self._watch, name=f"stop-watch-{job_id}",
@@ -111,6 +121,17 @@ class StopWatch:
             self.stopped.set()
         message.ack()
 
+    def _beat(self) -> None:
+        now = time.monotonic()
+        if (self._heartbeat is None or self._heartbeat_s <= 0 or not self.beating.is_set()
+                or now < self._next_beat or self.stopped.is_set()):
+            return
+        self._next_beat = now + self._heartbeat_s
+        try:
+            self._heartbeat()
+        except self._errors as exc:
+            log.warning("heartbeat of job %s not sent: %s", self.job_id, exc)
+
     def _watch(self) -> None:
         queue = Queue(f"atrex.stop.{uuid.uuid4().hex}", exchange=STOP_EXCHANGE, routing_key="",
                       durable=False, auto_delete=True)
@@ -123,9 +144,11 @@ class StopWatch:
                     while not self._done.is_set():
                         if self.stopped.is_set():
                             kill_children()  # again and again: a restarted child dies too
+                        self._beat()
                         with contextlib.suppress(socket.timeout, TimeoutError):
                             connection.drain_events(timeout=0.5)
             except self._errors as exc:
                 log.warning("stop watcher lost the broker (%s); reconnecting", exc)
                 self._listening.set()
+                self._beat()
                 self._done.wait(1)

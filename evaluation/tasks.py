@@ -20,21 +20,31 @@ RECORD_EVENT_TASK = "submissions.record_event"
 # never arrives leaves the job to the sweeper, which runs it again).
 PUBLISH_RETRY = {"max_retries": 60, "interval_start": 0.5, "interval_step": 0.5,
                  "interval_max": 2.0}
+HEARTBEAT_RETRY = {"max_retries": 1, "interval_start": 0.5}  # the next one follows soon
 log = logging.getLogger(__name__)
 
 
 @shared_task(name="evaluation.evaluate_job", bind=True, acks_late=True,
              reject_on_worker_lost=True)
 def evaluate_job(self: Task, spec: dict[str, Any]) -> None:
-    def publish(kind: str, payload: dict[str, Any]) -> None:
-        current_app.send_task(RECORD_EVENT_TASK, args=[kind, payload], queue=RESULTS_QUEUE,
-                              retry=True, retry_policy=PUBLISH_RETRY)
+    run, worker = new_run_id(), self.request.hostname
+    ids = {"job_id": spec["job_id"], "attempt": spec["attempt"], "worker": worker, "run": run}
+    watch = StopWatch(current_app, job_id=spec["job_id"], attempt=spec["attempt"], run=run,
+                      heartbeat=lambda: _send("heartbeat", ids, HEARTBEAT_RETRY),
+                      heartbeat_s=float(spec.get("heartbeat_s") or 0))
 
-    run = new_run_id()
-    with StopWatch(current_app, job_id=spec["job_id"], attempt=spec["attempt"],
-                   run=run) as watch:
+    def publish(kind: str, payload: dict[str, Any]) -> None:
+        _send(kind, payload, PUBLISH_RETRY)
+        if kind == "started":
+            watch.beating.set()  # heartbeats after "started": it claims the job first
+
+    with watch:
         try:
-            run_job_spec(spec, publish, run=run, worker=self.request.hostname,
-                         check_stop=watch.check)
+            run_job_spec(spec, publish, run=run, worker=worker, check_stop=watch.check)
         except RunStopped as exc:
             log.warning("%s", exc)
+
+
+def _send(kind: str, payload: dict[str, Any], retry_policy: dict[str, float]) -> None:
+    current_app.send_task(RECORD_EVENT_TASK, args=[kind, payload], queue=RESULTS_QUEUE,
+                          retry=True, retry_policy=retry_policy)

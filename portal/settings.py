@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from portal.env import env_bool, env_int, env_list, env_str
 
@@ -143,6 +144,7 @@ SPECTACULAR_SETTINGS = {
 # Celery: filesystem transport by default (folders in var/broker), Redis/RabbitMQ by URL.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 if CELERY_BROKER_URL == "filesystem://":
+    CELERY_BROKER_TRANSPORT = "portal.broker:Transport"  # kombu's, with atomic writes
     _broker = VAR_DIR / "broker"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker / "queue"),
@@ -167,9 +169,15 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 
 # The sweeper (docs/operations.md): a running job whose worker has not reported for
-# ATREX_JOB_STALE_SECONDS (progress comes after every shape) is run again as a new attempt,
-# up to ATREX_JOB_MAX_ATTEMPTS attempts, then failed with a reason the team can read.
-ATREX_JOB_STALE_SECONDS = env_int("ATREX_JOB_STALE_SECONDS", 900, minimum=1)
+# ATREX_JOB_STALE_SECONDS (a running job's worker sends a heartbeat every
+# ATREX_JOB_HEARTBEAT_SECONDS, whatever the shape) is run again as a new attempt, up to
+# ATREX_JOB_MAX_ATTEMPTS attempts, then failed with a reason the team can read.
+ATREX_JOB_HEARTBEAT_SECONDS = env_int("ATREX_JOB_HEARTBEAT_SECONDS", 30, minimum=1)
+ATREX_JOB_STALE_SECONDS = env_int("ATREX_JOB_STALE_SECONDS", 300, minimum=1)
+if ATREX_JOB_STALE_SECONDS < 3 * ATREX_JOB_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured("ATREX_JOB_STALE_SECONDS must be at least three heartbeats "
+                               f"(3 x ATREX_JOB_HEARTBEAT_SECONDS = "
+                               f"{3 * ATREX_JOB_HEARTBEAT_SECONDS})")
 ATREX_JOB_MAX_ATTEMPTS = env_int("ATREX_JOB_MAX_ATTEMPTS", 3, minimum=1)
 ATREX_SWEEP_INTERVAL_SECONDS = env_int("ATREX_SWEEP_INTERVAL_SECONDS", 60, minimum=1)
 CELERY_BEAT_SCHEDULE = {

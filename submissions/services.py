@@ -159,7 +159,7 @@ def _next_attempt(job: EvaluationJob) -> Callable[[], None]:
         shapes_json=_filtered_shapes_json(operator), candidate_source=candidate.source,
         atol=operator.hidden.atol, rtol=operator.hidden.rtol, dsl=release.dsl,
         dsl_ratio_threshold=release.dsl_ratio_threshold, hardware=hardware.name,
-        seed=secrets.randbits(63))
+        seed=secrets.randbits(63), heartbeat_s=settings.ATREX_JOB_HEARTBEAT_SECONDS)
     queue, task_id = hardware.queue, attempt_task_id(job.pk, job.attempts)
     return lambda: current_app.send_task("evaluation.evaluate_job", args=[spec], queue=queue,
                                          task_id=task_id)

@@ -1,0 +1,33 @@
+"""The embedded default's broker: kombu's filesystem transport, with atomic writes.
+
+kombu creates a message file, then writes it; a consumer listing the folder in between
+takes the empty file and fails to decode it, and the message is lost. With several
+processes publishing at once (GPU reports, heartbeats, the sweeper) that happens. Here a
+message is written under a name no consumer matches, then renamed into place: a reader
+sees a whole message or none.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from time import monotonic
+from typing import Any
+
+from kombu.transport import filesystem
+from kombu.utils.encoding import str_to_bytes
+from kombu.utils.json import dumps
+
+
+class Channel(filesystem.Channel):
+    def _put(self, queue: Any, message: Any, **kwargs: Any) -> None:
+        folder = self.data_folder_out
+        final = os.path.join(folder, f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg")
+        partial = os.path.join(folder, f"writing-{uuid.uuid4().hex}")  # no dot: never matched
+        with open(partial, "wb") as handle:
+            handle.write(str_to_bytes(dumps(message)))
+        os.replace(partial, final)
+
+
+class Transport(filesystem.Transport):
+    Channel = Channel
