@@ -20,12 +20,13 @@ from kombu.utils.json import dumps
 
 
 class Channel(filesystem.Channel):
-    def _put(self, queue: Any, message: Any, **kwargs: Any) -> None:
+    # kombu names the argument `message` in the base class and `payload` here.
+    def _put(self, queue: Any, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]
         folder = self.data_folder_out
         final = os.path.join(folder, f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg")
         partial = os.path.join(folder, f"writing-{uuid.uuid4().hex}")  # no dot: never matched
         with open(partial, "wb") as handle:
-            handle.write(str_to_bytes(dumps(message)))
+            handle.write(str_to_bytes(dumps(payload)))
         os.replace(partial, final)
 
 
