@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from queue import Empty
 from unittest import mock
@@ -23,10 +24,8 @@ def test_a_message_being_written_is_invisible_until_whole(tmp_path: Path) -> Non
         seen_while_writing = []
 
         def encode(text: str) -> bytes:
-            try:  # a consumer polling while the file is being written
+            with contextlib.suppress(Empty):  # a consumer polling while the file is written
                 seen_while_writing.append(channel._get("jobs"))
-            except Empty:
-                pass
             return text.encode()
 
         with mock.patch.object(broker, "str_to_bytes", encode):
