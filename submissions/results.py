@@ -86,7 +86,7 @@ def record_event(kind: str, payload: dict[str, Any]) -> None:
 def _stop_on_commit(job_id: int, attempt: object, run: str) -> None:
     if isinstance(attempt, int):
         message = stop_message(job_id=job_id, up_to_attempt=attempt, run=run)
-        transaction.on_commit(lambda: publish_stop(current_app, message))
+        transaction.on_commit(lambda: publish_stop(current_app, message), robust=True)
 
 
 def _rescore_on_commit(submission_id: int) -> None:

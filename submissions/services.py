@@ -198,14 +198,13 @@ def jobs_sweep(*, now: datetime | None = None) -> SweepReport:
                 continue
             before = {"status": job.status, "attempts": job.attempts, "worker": job.worker}
             attempt = job.attempts
-            transaction.on_commit(lambda pk=job.pk, n=attempt: _stop_attempts(pk, n))
             if attempt >= settings.ATREX_JOB_MAX_ATTEMPTS:
                 job.status = EvaluationJob.Status.FAILED
-                job.error = (f"The evaluation was abandoned: on each of its {attempt} attempts "
-                             f"the GPU worker stopped reporting for {stale_seconds} s (last "
-                             f"worker: {job.worker or 'unknown'}). This is an infrastructure "
-                             "failure and does not count against your quota; submit again "
-                             "or ask an admin to re-run it.")
+                job.error = (f"The evaluation was abandoned after {attempt} attempts: the GPU "
+                             f"worker stopped reporting for {stale_seconds} s (last worker: "
+                             f"{job.worker or 'unknown'}). This is an infrastructure failure "
+                             "and does not count against your quota; submit again or ask an "
+                             "admin to re-run it.")
                 job.infrastructure_failure = True
                 job.finished_at = now
                 job.save(update_fields=["status", "error", "infrastructure_failure",
@@ -214,6 +213,9 @@ def jobs_sweep(*, now: datetime | None = None) -> SweepReport:
             else:
                 transaction.on_commit(_next_attempt(job))
                 report.requeued.append(job.pk)
+            # After the new attempt is sent: a broker error here must not stop that.
+            transaction.on_commit(lambda pk=job.pk, n=attempt: _stop_attempts(pk, n),
+                                  robust=True)
             audit(actor=None, action="job.sweep", target=f"job:{job.pk}", before=before,
                   after={"status": job.status, "attempts": job.attempts})
     return report
@@ -235,7 +237,7 @@ def job_cancel(*, job: EvaluationJob) -> bool:
         locked.status = EvaluationJob.Status.CANCELLED
         locked.finished_at = timezone.now()
         locked.save(update_fields=["status", "finished_at"])
-        transaction.on_commit(lambda: _stop_attempts(locked.pk, locked.attempts))
+        transaction.on_commit(lambda: _stop_attempts(locked.pk, locked.attempts), robust=True)
     return True
 
 
@@ -255,7 +257,7 @@ def job_rerun(*, job: EvaluationJob, actor: object) -> None:
         audit(actor=actor, action="job.rerun", target=f"job:{job.pk}", before=before,
               after={"status": "queued"})
         if old_attempt:
-            transaction.on_commit(lambda: _stop_attempts(locked.pk, old_attempt))
+            transaction.on_commit(lambda: _stop_attempts(locked.pk, old_attempt), robust=True)
         transaction.on_commit(send)
 
 
