@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -15,6 +18,7 @@ from django.utils import timezone
 from submissions.models import EvaluationJob, ShapeResult
 from submissions.results import record_event
 from submissions.services import attempt_task_id, jobs_sweep
+from tests.conftest import REPO
 from tests.factories import member_of
 from tests.submissions.test_results import event, shape
 
@@ -115,3 +119,11 @@ def test_the_sweeper_is_scheduled_by_celery_beat() -> None:
     entry = settings.CELERY_BEAT_SCHEDULE["sweep-stale-jobs"]
     assert entry["task"] == "submissions.sweep_jobs" and entry["options"]["queue"] == "results"
     assert entry["schedule"] == settings.ATREX_SWEEP_INTERVAL_SECONDS
+
+
+def test_a_stale_threshold_shorter_than_three_heartbeats_stops_start_up() -> None:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings",
+           "ATREX_JOB_HEARTBEAT_SECONDS": "30", "ATREX_JOB_STALE_SECONDS": "60"}
+    started = subprocess.run([sys.executable, "-c", "import django; django.setup()"], env=env,
+                             cwd=REPO, capture_output=True, text=True, check=False)
+    assert started.returncode != 0 and "ATREX_JOB_STALE_SECONDS" in started.stderr
