@@ -109,7 +109,10 @@ def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float) ->
     logs.mkdir()
     processes = [_worker("results", "results", {}, logs)]
     for index in range(workers):
-        pin = {"CUDA_VISIBLE_DEVICES": str(index)} if gpus else {}
+        # one GPU and one sandbox uid per worker slot (sandbox.SandboxSettings)
+        pin = {"ATREX_SANDBOX_UID": str(60001 + index), "ATREX_SANDBOX_GID": str(60001 + index)}
+        if gpus:
+            pin["CUDA_VISIBLE_DEVICES"] = str(index)
         processes.append(_worker(f"eval{index}", f"eval.{HARDWARE}", pin, logs))
     try:
         _wait_ready(processes, logs)
