@@ -190,23 +190,29 @@ raise RuntimeError("PEEK" + json.dumps(seen) + "PEEK")
 
 @pytest.mark.skipif(not planned_isolation(TEST_SETTINGS.sandbox, ()).pid_namespace,
                     reason="needs root for the sandbox's uid switch (CI and GPU hosts have it)")
-def test_workers_with_their_own_sandbox_uid_cannot_read_each_others_work() -> None:
+@pytest.mark.parametrize(("neighbour_uid", "expected"), [
+    (65533, "denied: PermissionError"),  # its own slot uid: the folder is closed to us
+    (65534, "read: "),  # the same uid as ours: why slots need one each
+])
+def test_workers_with_their_own_sandbox_uid_cannot_read_each_others_work(
+        neighbour_uid: int, expected: str) -> None:
     from evaluation.harness.release import load_release
     from evaluation.harness.sandbox import ChildProcess
 
     operator = load_release(FIXTURE_RELEASE).operator("rms_norm").public
-    other_slot = dataclasses.replace(TEST_SETTINGS.sandbox, child_uid=65533, child_gid=65533)
+    other_slot = dataclasses.replace(TEST_SETTINGS.sandbox, child_uid=neighbour_uid,
+                                     child_gid=neighbour_uid)
     neighbour = ChildProcess(device="cpu", dsl="triton", masked_paths=(), settings=other_slot)
     neighbour.start()
     neighbour.bind(operator, HONEST)  # its candidate.py is now in its work folder
     try:
         assert neighbour.workdir is not None
         stat = os.stat(neighbour.workdir)
-        assert (stat.st_uid, stat.st_mode & 0o777) == (65533, 0o700)
+        assert (stat.st_uid, stat.st_mode & 0o777) == (neighbour_uid, 0o700)
         bad, _ = run_both(PEEK.replace("NEIGHBOUR", repr(str(neighbour.workdir))))
     finally:
         neighbour.close()
-    assert json.loads((bad.error or "").split("PEEK")[1]) == "denied: PermissionError"
+    assert json.loads((bad.error or "").split("PEEK")[1]).startswith(expected)
 
 
 def test_the_sandbox_uid_comes_from_the_workers_environment(monkeypatch: pytest.MonkeyPatch) -> None:
