@@ -30,9 +30,10 @@ VIEWPORT = {"width": 1440, "height": 800}  # a board's table fits without scroll
 
 
 def chromium_path() -> str | None:
-    """ATREX_CHROMIUM if set, else Debian's /usr/bin/chromium or one on PATH."""
-    candidates = [os.environ.get("ATREX_CHROMIUM"), "/usr/bin/chromium",
-                  shutil.which("chromium"), shutil.which("chromium-browser")]
+    """ATREX_CHROMIUM when set (and only it), else Debian's /usr/bin/chromium or one on PATH."""
+    chosen = os.environ.get("ATREX_CHROMIUM")
+    candidates = [chosen] if chosen else ["/usr/bin/chromium", shutil.which("chromium"),
+                                          shutil.which("chromium-browser")]
     return next((c for c in candidates if c and Path(c).is_file()), None)
 
 
