@@ -41,6 +41,7 @@ from atrex_cli.client import (
     Api,
     AuthError,
     CliError,
+    NotFound,
 )
 from atrex_cli.config import ConfigError, config_path, read_config_file, resolve, write_config
 
@@ -52,12 +53,13 @@ BOARDS = {"memory": "memory", "compute": "compute", "prefill": "prefill", "decod
 
 
 EXIT_CODES = """exit codes:
-  0  done                       6  quota used up or rate limited (429)
-  2  bad arguments, local file  7  server unreachable or timed out
-  3  no/invalid token (401/403) 8  server error (5xx) or unreadable answer
-  4  not found (404)            9  evaluation ended and the kernel failed
-  5  rejected by the portal     10 --wait-timeout reached
-     (400, message printed)     11 evaluate-local: the harness failed
+  0  done                        6  quota used up or rate limited (429)
+  2  bad arguments, local file   7  server unreachable or timed out
+  3  no/invalid token (401/403)  8  server error (5xx) or unreadable answer
+  4  not found (404)             9  the kernel failed: --wait saw no job scored;
+  5  rejected by the portal         evaluate-local: a shape not correct and native
+     (400; its message printed) 10  --wait-timeout reached
+                                11  evaluate-local: the harness failed
 token: $ATREX_TOKEN or `atrex login`; server: --server, $ATREX_SERVER. See docs/cli.md."""
 
 
@@ -145,6 +147,8 @@ def _wait_options(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     err = Console(stderr=True)
+    if not err.is_terminal:
+        err.soft_wrap = True  # logs: one message per line
     try:
         return COMMANDS[args.command](args, err)
     except CliError as exc:
@@ -292,7 +296,11 @@ def cmd_submit(args: argparse.Namespace, err: Console) -> int:
         def sent(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        created = api.post_multipart("/api/submissions/", fields, filename, content, sent)
+        try:
+            created = api.post_multipart("/api/submissions/", fields, filename, content, sent)
+        except NotFound as exc:
+            raise NotFound(f"{exc} (is --hardware {args.hardware!r} a hardware profile of this "
+                           "portal? a release's page lists them)") from None
     operators = ", ".join(j["operator"] for j in created["jobs"])
     err.print(f"submission {created['id']} created for {created['team']} on "
               f"{release['name']}@v{release['version']} / {args.hardware}: {operators}",

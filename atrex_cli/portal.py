@@ -9,7 +9,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from atrex_cli.client import Api, CliError, NotFound
+from atrex_cli.client import Api, CliError, NotFound, ServerError
 
 _NAMED_VERSION = re.compile(r"^(?P<name>.+?)(?:@v?(?P<version>\d+))?$")
 
@@ -60,7 +60,7 @@ def download_bundle(api: Api, release: dict[str, Any], operator: str | None,
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile:
-        raise CliError("the portal's bundle is not a zip archive", exit_code=8) from None
+        raise ServerError("the portal's bundle is not a zip archive") from None
     with archive:
         for member in archive.infolist():
             if member.is_dir():
@@ -69,7 +69,10 @@ def download_bundle(api: Api, release: dict[str, Any], operator: str | None,
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(archive.read(member))
             written.append(target)
-    settings = out / release["name"] / "release.json"
+    name = _safe_member(release["name"])
+    if len(name.parts) != 1:
+        raise ServerError(f"the release's name is not a folder name: {release['name']!r}")
+    settings = out / name / "release.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text(json.dumps({"dsl": release["dsl"],
                                     "dsl_ratio_threshold": release["dsl_ratio_threshold"]}) + "\n")
@@ -80,7 +83,7 @@ def download_bundle(api: Api, release: dict[str, Any], operator: str | None,
 def _safe_member(name: str) -> PurePosixPath:
     path = PurePosixPath(name)
     if path.is_absolute() or ".." in path.parts or "\\" in name:
-        raise CliError(f"the bundle holds an unsafe path: {name!r}", exit_code=8)
+        raise ServerError(f"the bundle holds an unsafe path: {name!r}")
     return path
 
 

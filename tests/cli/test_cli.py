@@ -212,15 +212,16 @@ def test_evaluate_local_runs_the_public_checks_on_a_bundle_from_the_portal(
     run = atrex(portal, "evaluate-local", str(NATIVE), "--operator", "rms_norm", "--release", "atrex-fixture",
                 "--operator", "rms_norm")
     assert run.returncode == client.EXIT_OK, run.stderr
-    assert "2/2 shapes passed" in run.stderr and "cpu-interpreter" in run.stdout
+    assert "2/2 shapes correct, 2/2 native" in run.stderr and "cpu-interpreter" in run.stdout
     assert run.stdout.count("native") == 2 and "not measured" in run.stdout
     cached = portal["home"] / "cache" / "atrex" / "bundles" / "atrex-fixture-v1"
     assert not list(cached.rglob("roofline.json")) and not list(cached.rglob("metadata.json"))
 
 
-def test_evaluate_local_exits_9_when_a_shape_fails(portal: dict[str, Any]) -> None:
-    run = atrex(portal, "evaluate-local", str(SAMPLE_CANDIDATES / "rms_norm" / "wrong.py"),
+def test_evaluate_local_exits_9_when_a_shape_would_not_score(portal: dict[str, Any]) -> None:
+    run = atrex(portal, "evaluate-local",
+                str(SAMPLE_CANDIDATES / "rms_norm" / "torch_fallback.py"),
                 "--release", str(FIXTURE_RELEASE), "--operator", "rms_norm",
                 "--shapes", "dev-t4-h256")
     assert run.returncode == client.EXIT_EVALUATION_FAILED, run.stderr
-    assert "0/1 shapes passed" in run.stderr and "correctness" in run.stdout
+    assert "1/1 shapes correct, 0/1 native" in run.stderr and "fallback-torch" in run.stdout
