@@ -74,7 +74,7 @@ def evaluate_local(run: LocalRun, console: Console) -> bool:
             result = evaluate(job, settings, progress)
     except HarnessError as exc:
         raise CliError(f"harness error: {exc}", exit_code=EXIT_HARNESS) from None
-    out = Console()
+    out = Console(markup=False, highlight=False)  # errors are shown verbatim
     if not out.is_terminal:
         out.width = 160  # logs and pipes: one row per line
     out.print(result_table(result))

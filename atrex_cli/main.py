@@ -31,6 +31,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from atrex_cli import portal
 from atrex_cli.client import (
@@ -146,16 +147,17 @@ def _wait_options(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    err = Console(stderr=True)
+    # No markup: messages and table cells carry names and errors from the server verbatim.
+    err = Console(stderr=True, markup=False, highlight=False)
     if not err.is_terminal:
         err.soft_wrap = True  # logs: one message per line
     try:
         return COMMANDS[args.command](args, err)
     except CliError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(Text.assemble(("error:", "red"), f" {exc}"))
         return exc.exit_code
     except ConfigError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(Text.assemble(("error:", "red"), f" {exc}"))
         return EXIT_USAGE
     except KeyboardInterrupt:
         err.print("interrupted")
@@ -168,7 +170,7 @@ def _api(args: argparse.Namespace) -> Api:
 
 
 def _out() -> Console:
-    out = Console()
+    out = Console(markup=False, highlight=False)
     if not out.is_terminal:
         out.width = 160  # pipes and logs: one row per line
     return out
@@ -191,7 +193,7 @@ def cmd_login(args: argparse.Namespace, err: Console) -> int:
     path = config_path()
     write_config(path, {**read_config_file(path), "server": config.server, "token": token})
     err.print(f"signed in to {config.server} as team {quota['team']}; token stored in {path} "
-              "(mode 0600)", highlight=False)
+              "(mode 0600)")
     return EXIT_OK
 
 
@@ -201,7 +203,7 @@ def cmd_logout(args: argparse.Namespace, err: Console) -> int:
     if "token" in stored:
         del stored["token"]
         write_config(path, stored)
-        err.print(f"token removed from {path}", highlight=False)
+        err.print(f"token removed from {path}")
     else:
         err.print("no token stored")
     return EXIT_OK
@@ -252,7 +254,7 @@ def cmd_bundle(args: argparse.Namespace, err: Console) -> int:
     release = portal.find_release(api, args.release)
     written = portal.download_bundle(api, release, args.operator, args.output)
     root = args.output / release["name"]
-    err.print(f"{len(written)} files written under {root}", highlight=False)
+    err.print(f"{len(written)} files written under {root}")
     for path in written:
         print(path)
     return EXIT_OK
@@ -287,7 +289,7 @@ def cmd_submit(args: argparse.Namespace, err: Console) -> int:
     if args.tokens is not None:
         fields["output_tokens"] = str(args.tokens)
     if not err.is_terminal:
-        err.print(f"uploading {filename} ({len(content)} bytes)", highlight=False)
+        err.print(f"uploading {filename} ({len(content)} bytes)")
     with Progress(TextColumn("uploading {task.fields[name]}"), BarColumn(), DownloadColumn(),
                   TransferSpeedColumn(), console=err, transient=True,
                   disable=not err.is_terminal) as bar:
@@ -303,8 +305,7 @@ def cmd_submit(args: argparse.Namespace, err: Console) -> int:
                            "portal? a release's page lists them)") from None
     operators = ", ".join(j["operator"] for j in created["jobs"])
     err.print(f"submission {created['id']} created for {created['team']} on "
-              f"{release['name']}@v{release['version']} / {args.hardware}: {operators}",
-              highlight=False)
+              f"{release['name']}@v{release['version']} / {args.hardware}: {operators}")
     if not args.wait:
         if args.format == "json":
             _print_json(created)
@@ -345,7 +346,7 @@ def _follow(api: Api, submission_id: int, args: argparse.Namespace, err: Console
                 if not live and shown.get(job["id"]) != state:
                     shown[job["id"]] = state
                     err.print(f"{job['operator']}: {job['status']} {job['shapes_done']}/"
-                              f"{job['shapes_total']}", highlight=False)
+                              f"{job['shapes_total']}")
             if not _jobs_active(detail):
                 ended_at = ended_at or time.monotonic()
                 if _score_settled(detail) or time.monotonic() - ended_at > SCORE_GRACE_S:
@@ -464,8 +465,7 @@ def cmd_evaluate_local(args: argparse.Namespace, err: Console) -> int:
         target = _cache_dir() / f"{release['name']}-v{release['version']}"
         portal.download_bundle(api, release, None, target)
         release_dir = target / release["name"]
-        err.print(f"public files of {release['name']}@v{release['version']} in {release_dir}",
-                  highlight=False)
+        err.print(f"public files of {release['name']}@v{release['version']} in {release_dir}")
     passed = evaluate_local(LocalRun(
         release=release_dir, operator=args.operator, candidate=args.candidate,
         shapes=args.shapes, device=args.device, trials=args.trials, timeout_s=args.timeout,
