@@ -3,15 +3,18 @@ bundle paths, folder uploads."""
 
 from __future__ import annotations
 
+import http.server
 import io
+import socket
 import stat
+import threading
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from atrex_cli import client, config
-from atrex_cli.main import upload_payload
+from atrex_cli.main import main, upload_payload
 from atrex_cli.portal import _safe_member
 
 
@@ -84,3 +87,35 @@ def test_a_folder_is_uploaded_as_a_zip_of_its_top_level_operator_files(tmp_path:
         upload_payload(tmp_path / "empty")
     with pytest.raises(client.CliError, match="no such file or folder"):
         upload_payload(tmp_path / "missing")
+
+
+class _Failing(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(503)
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        self.wfile.write(b"maintenance until 10:00")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_failing_server_and_a_silent_one_have_their_own_codes(
+        config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Failing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        assert main(["problems", "--server", url]) == client.EXIT_SERVER
+        assert "the portal failed (503): maintenance until 10:00" in capsys.readouterr().err
+    finally:
+        server.shutdown()
+        server.server_close()
+    with socket.socket() as silent:  # accepts connections (backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        assert main(["problems", "--server", url, "--http-timeout", "0.5"]) == \
+            client.EXIT_UNREACHABLE
+    assert "did not answer within" in capsys.readouterr().err
