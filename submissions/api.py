@@ -52,7 +52,8 @@ SUBMISSION_DETAIL_OUT = inline_serializer("SubmissionDetailOut", {
     "status": serializers.CharField(), "jobs": serializers.ListField(child=serializers.DictField()),
     "score": inline_serializer("SubmissionScoreOut", {
         "weights_version": serializers.IntegerField(), "ranked": serializers.BooleanField(),
-        "aggregate": serializers.FloatField(allow_null=True),
+        **{name: serializers.FloatField(allow_null=True) for name in (
+            "aggregate", "unweighted_mean", "memory", "compute", "prefill", "decode")},
         "by_operator": serializers.DictField(child=serializers.FloatField(allow_null=True)),
         "correctness_rate": serializers.FloatField(),
         "dsl_adoption_rate": serializers.FloatField(),

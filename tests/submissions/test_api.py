@@ -64,5 +64,6 @@ def test_releases_list_their_dsl_and_adoption_threshold() -> None:
 def test_the_schema_describes_the_score_and_the_threshold() -> None:
     schema = Client().get("/api/schema/?format=json").json()
     components = schema["components"]["schemas"]
-    assert "current" in components["SubmissionScoreOut"]["properties"]
+    assert {"current", "aggregate", "decode", "by_operator"} <= set(
+        components["SubmissionScoreOut"]["properties"])
     assert "dsl_ratio_threshold" in components["ReleaseOut"]["properties"]
