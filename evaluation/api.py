@@ -19,6 +19,8 @@ class ReleaseOut(serializers.Serializer):
     name = serializers.CharField()
     version = serializers.IntegerField()
     dsl = serializers.CharField()
+    dsl_ratio_threshold = serializers.FloatField(
+        help_text="a shape is native when this share of its device time runs in the DSL")
     operator_count = serializers.IntegerField()
     shape_count = serializers.IntegerField()
 

@@ -68,7 +68,10 @@ def board_page(request: HttpRequest, pk: int, hardware: str,
     query = request.GET.copy()  # what sorting and paging links keep
     query.pop("page", None)
     query.pop("sort", None)
-    template = "leaderboard/board.html" + ("#table" if request.htmx else "")
+    # Sorting and paging swap the table; boosted links (other boards, weights, all/best per
+    # team) swap the whole body, so they get the full page.
+    partial = request.htmx and not request.htmx.boosted
+    template = "leaderboard/board.html" + ("#table" if partial else "")
     response = render(request, template, {
         **data, "page": page, "rows": page.object_list, "boards": BOARDS,
         "board_title": BOARDS[data["board"]],

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.db.models import Max
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -15,7 +18,7 @@ from evaluation.models import HardwareProfile, Release
 from portal.accounts.auth import is_admin, request_team
 from portal.accounts.models import Team
 from portal.ratelimit import exceeded, limit
-from submissions.models import EvaluationJob
+from submissions.models import EvaluationJob, Submission
 from submissions.selectors import submission_detail, submission_visible, submissions_visible
 from submissions.services import job_cancel, quota_status, submission_create
 
@@ -43,6 +46,20 @@ class SubmissionIn(serializers.Serializer):
 SUBMISSION_OUT = inline_serializer("SubmissionOut", {
     "id": serializers.IntegerField(), "team": serializers.CharField(),
     "status": serializers.CharField(), "jobs": serializers.ListField(child=serializers.DictField()),
+})
+SUBMISSION_DETAIL_OUT = inline_serializer("SubmissionDetailOut", {
+    "id": serializers.IntegerField(), "team": serializers.CharField(),
+    "status": serializers.CharField(), "jobs": serializers.ListField(child=serializers.DictField()),
+    "score": inline_serializer("SubmissionScoreOut", {
+        "weights_version": serializers.IntegerField(), "ranked": serializers.BooleanField(),
+        **{name: serializers.FloatField(allow_null=True) for name in (
+            "aggregate", "unweighted_mean", "memory", "compute", "prefill", "decode")},
+        "by_operator": serializers.DictField(child=serializers.FloatField(allow_null=True)),
+        "correctness_rate": serializers.FloatField(),
+        "dsl_adoption_rate": serializers.FloatField(),
+        "computed_at": serializers.DateTimeField(),
+        "current": serializers.BooleanField(help_text="computed after every scored job ended"),
+    }, allow_null=True),
 })
 
 
@@ -82,10 +99,33 @@ def _require_principal(request: Request) -> None:
 
 
 class SubmissionDetailApi(APIView):
-    @extend_schema(responses=SUBMISSION_OUT)
+    @extend_schema(responses=SUBMISSION_DETAIL_OUT)
     def get(self, request: Request, pk: int) -> Response:
         _require_principal(request)
-        return Response(submission_detail(request, submission_visible(request, pk)))
+        submission = submission_visible(request, pk)
+        return Response({**submission_detail(request, submission),
+                         "score": _active_score(submission)})
+
+
+SCORE_FIELDS = ("ranked", "aggregate", "unweighted_mean", "memory", "compute", "prefill",
+                "decode", "correctness_rate", "dsl_adoption_rate", "by_operator")
+
+
+def _active_score(submission: Submission) -> dict[str, Any] | None:
+    """The score under the active weights, as the submission page shows it. Scores are the
+    leaderboard's derived data, reached through the reverse relation; a job that ended after
+    the score was computed means a rescore is still on its way (`current` is false)."""
+    score = (submission.scores.filter(weight_set__active=True).select_related("weight_set")
+             .first())
+    if score is None:
+        return None
+    last_scored = (EvaluationJob.objects.filter(candidate__submission=submission,
+                                                status=EvaluationJob.Status.SCORED)
+                   .aggregate(last=Max("finished_at"))["last"])
+    return {"weights_version": score.weight_set.version,
+            **{field: getattr(score, field) for field in SCORE_FIELDS},
+            "computed_at": score.computed_at.isoformat(),
+            "current": last_scored is None or score.computed_at >= last_scored}
 
 
 class SubmissionCancelApi(APIView):

@@ -35,6 +35,7 @@ from .operator_files import (
     make_model,
     tensor_bytes,
 )
+from .timed_calls import FreshInputs, TimedCall, TimedCallChecks
 
 TRACEBACK_TAIL_CHARS = 3000
 POISON_BYTE = 0xFF  # NaN in every float format, -1 in signed integers
@@ -286,24 +287,54 @@ class ChildRuntime:
         }
 
     def do_timing(self, request: dict[str, Any]) -> dict[str, Any]:
-        from .timing import CudaContextCorrupted, TimingSettings, measure_forward
+        from .timing import MarkersForged, TimingSettings, not_measured
 
         model = self.model_for(request)
-        sets = [make_inputs(self._inputs(), request["input_kwargs"], seed, self.device)
-                for seed in request["seeds"]]
-        _reseed()
         settings = TimingSettings(**request["settings"])
+
+        def draw(seed: int) -> dict[str, Any]:
+            inputs = make_inputs(self._inputs(), request["input_kwargs"], seed, self.device)
+            _reseed()
+            return inputs
+
+        sets = [draw(seed) for seed in request["seeds"]]
+        fresh = FreshInputs(draw, sets, request["seeds"])
+
+        def save(call: TimedCall) -> dict[str, Any]:
+            return self._save_call(call.result, call.inputs, call.before, "performance",
+                                   f"timed{call.sample}")
+
+        checks = TimedCallChecks(save, settings.check_probability, settings.max_checks)
 
         def forward(inputs: Mapping[str, torch.Tensor]) -> object:
             with torch.no_grad():
                 return model(**inputs)
 
-        try:
-            report = measure_forward(forward, sets, settings)
-        except CudaContextCorrupted as exc:
-            self.fatal = True
-            raise StageError("performance", str(exc), _tail()) from exc
-        return {"timing": report.to_dict()}
+        if self.device.type == "cuda":
+            from .timing import CudaContextCorrupted, measure_forward
+
+            try:
+                report = measure_forward(forward, sets, settings, fresh.refill, checks.after)
+            except CudaContextCorrupted as exc:
+                self.fatal = True
+                raise StageError("performance", str(exc), _tail()) from exc
+            except MarkersForged as exc:
+                raise StageError("performance", f"the timing records were tampered with: {exc}; "
+                                                "no kernel may be named like the harness's "
+                                                "markers") from exc
+        else:
+            for inputs in sets:  # the warm-up calls a GPU run makes before timing
+                forward(inputs)
+            for sample in range(settings.unmeasured_calls):
+                index = sample % len(sets)
+                seed, before = fresh.refill(index)
+                result = forward(sets[index])
+                checks.after(TimedCall(sample, seed, sets[index], before, result))
+            report = not_measured("not measured: no GPU (CPU interpreter mode)")
+        self._check_threads()
+        report.fresh_inputs = fresh.fresh
+        report.checked_calls = len(checks.finish())
+        return {"timing": report.to_dict(), "checked_calls": checks.saved}
 
     # -- helpers -------------------------------------------------------------------------
 

@@ -345,31 +345,52 @@ class _ShapeRun:
         self.result.stage_reached = "adoption"
 
     def _performance(self) -> None:
+        """Timed calls (GPU) or unmeasured ones run the same way (CPU); either way some of
+        them are checked against the reference (timed_calls)."""
         self.stage = "performance"
-        if self.device.type != "cuda":
-            self.result.timing = {"measured": False,
-                                  "reason": "not measured: no GPU (CPU interpreter mode)"}
-            return
         probe = make_inputs(self.trusted.inputs, self.spec.input_kwargs, 0, self.device)
         per_set = max(tensor_bytes(probe), 1)
         del probe
+        # a third of the byte budget: the sets, their pristine copies and one fresh draw
         sets = max(1, min(self.settings.timing_input_sets,
-                          self.settings.timing_input_bytes // per_set))
+                          self.settings.timing_input_bytes // (3 * per_set)))
+        timing = self.settings.timing
+        if self.device.type != "cuda":
+            # nothing is timed: two buffer sets, so the unmeasured calls revisit one as a
+            # timing loop does, and every call checked, so the CPU run is deterministic
+            sets = min(sets, 2)
+            timing = dataclasses.replace(timing, check_probability=1.0,
+                                         max_checks=timing.unmeasured_calls)
         request = {"cmd": "timing", **self.base, "seeds": [self.seeds.draw() for _ in range(sets)],
-                   "settings": dataclasses.asdict(self.settings.timing)}
-        timeout = self.settings.timing.max_seconds + self.settings.call_timeout_s
+                   "settings": dataclasses.asdict(timing)}
+        timeout = timing.max_seconds + self.settings.call_timeout_s
         try:
             done = self.child.request(request, timeout)
         except CandidateError as exc:
-            if not self.settings.timing.allow_graph or "graph capture" not in exc.message:
+            if not timing.allow_graph or "graph capture" not in exc.message:
                 raise
             # A failed capture poisoned that process's CUDA context: a fresh child, eagerly.
             self.child.kill()
-            eager = dataclasses.replace(self.settings.timing, allow_graph=False)
-            request["settings"] = dataclasses.asdict(eager)
+            request["settings"] = dataclasses.asdict(dataclasses.replace(timing, allow_graph=False))
             done = self.child.request(request, timeout)
-        self.result.timing = _checked_timing(done.get("timing"))
+        report = _checked_timing(done.get("timing"))
+        self._check_timed_calls(done.get("checked_calls"), timing.max_checks)
+        self.result.timing = report
         self.result.stage_reached = "performance"
+
+    def _check_timed_calls(self, checked: object, max_checks: int) -> None:
+        if not isinstance(checked, list) or not 1 <= len(checked) <= max_checks or not all(
+                isinstance(c, dict) and isinstance(c.get("seed"), int)
+                and isinstance(c.get("sample"), int) for c in checked):
+            raise CandidateError("performance", "the result channel sent no valid report of the "
+                                                "checked timed calls")
+        reference = make_model(self.trusted.reference_class, self.spec.init_kwargs,
+                               self.init_seed, self.device)
+        for call in checked:
+            comparison = self._check_trial(reference, call["seed"], call)
+            if not comparison.passed:
+                raise CandidateError("performance", f"timed call {call['sample']} gave a wrong "
+                                                    f"result: {comparison.reason}")
 
 
 class _SeedSource:

@@ -50,11 +50,25 @@ def _half_of_memory(cap_gib: int) -> int:
     return min(cap_gib * 1024**3, total // 2)
 
 
+def _id_from_env(name: str, default: int) -> int:
+    """A uid/gid for the child from the worker's environment (one per worker slot)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or not 0 < int(raw) < 2**31:
+        raise ValueError(f"{name}={raw!r}: expected a positive numeric id")
+    return int(raw)
+
+
 @dataclass(frozen=True)
 class SandboxSettings:
     isolate: bool = True
-    child_uid: int = 65534  # nobody
-    child_gid: int = 65534
+    # As root the child runs as this uid/gid (default nobody). Several workers on one host
+    # (one per GPU) should each have their own: work folders are 0700 and owned by the
+    # child, and RLIMIT_NPROC counts per uid, so separate ids keep concurrent candidates
+    # out of each other's files and process budgets (docs/operations.md).
+    child_uid: int = field(default_factory=lambda: _id_from_env("ATREX_SANDBOX_UID", 65534))
+    child_gid: int = field(default_factory=lambda: _id_from_env("ATREX_SANDBOX_GID", 65534))
     # CPU children only (CUDA reserves far more address space than it uses): at most half of
     # this host's memory, so one candidate cannot take the worker down with it.
     cpu_address_space_bytes: int | None = field(default_factory=lambda: _half_of_memory(32))

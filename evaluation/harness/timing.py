@@ -3,11 +3,18 @@
 Method (EVALUATION.md, with the H200 measurements that motivate it):
 - launch by CUDA-graph replay when the forward is capturable, else eagerly with a
   device-wide synchronize;
-- before every sample: reset persisting L2 lines and flush L2 by writing a buffer of at
-  least twice its size, with a kernel of our own whose name marks the sample boundary;
-- rotate several input sets;
-- scored time = first kernel start to last kernel end between two flushes, from the
-  profiler's device records; event-timed wall time is reported beside it;
+- before every sample: new input contents in place (timed_calls.FreshInputs), then reset
+  persisting L2 lines and flush L2 by reading a buffer of at least twice its size with a
+  kernel of our own whose name marks the sample's start;
+- after every sample: a device-wide synchronize (work the forward left on any stream is
+  done), then a one-program kernel of ours that marks the sample's end, then perhaps a
+  check of this call's outputs (timed_calls.TimedCallChecks); what runs between an end
+  marker and the next start marker (refills, checks) is not the candidate's time;
+- rotate several input buffer sets;
+- scored time = first kernel start to last kernel end between a sample's two markers, from
+  the profiler's device records; event-timed wall time is reported beside it; a marker
+  count that disagrees with the sample count (a candidate kernel named like a marker)
+  fails the stage;
 - stop when the relative standard error of the mean is under the target, or at a time cap.
 
 Runs inside the sandboxed child.
@@ -28,6 +35,8 @@ import triton
 import triton.language as tl
 from torch.autograd import DeviceType  # type: ignore[attr-defined]
 
+from .timed_calls import TimedCall
+
 MIN_FLUSH_BYTES = 256 * 1024 * 1024
 
 
@@ -44,6 +53,14 @@ def _atrex_l2_flush_read(ptr, sums, n, BLOCK: tl.constexpr):  # type: ignore[no-
     tl.store(sums + tl.program_id(0), tl.sum(values, axis=0))
 
 
+@triton.jit
+def _atrex_sample_end(ptr):  # type: ignore[no-untyped-def]
+    tl.store(ptr, tl.load(ptr) + 1)
+
+
+END_MARKER = "_atrex_sample_end"
+
+
 @dataclass(frozen=True)
 class TimingSettings:
     max_seconds: float = 1.0
@@ -55,6 +72,13 @@ class TimingSettings:
     # leaves dirty lines the candidate must write back first: on an H200 that added 3-4 us
     # to every memory-bound kernel (benchmarks/ncu_compare.py, docs/evaluator.md).
     flush: str = "read"
+    # Spot checks of timed calls (timed_calls.TimedCallChecks): each call is picked with this
+    # probability after it returned, at most max_checks per shape, the last one if none was.
+    check_probability: float = 0.125
+    max_checks: int = 3
+    # Without a GPU nothing is timed, but this many calls still run the same way (fresh
+    # contents in place, checked), so the caching defences are exercised on a CPU too.
+    unmeasured_calls: int = 3
 
 
 @dataclass
@@ -74,6 +98,8 @@ class TimingReport:
     persisting_l2_reset: bool = False
     graph_error: str | None = None
     seconds_spent: float = 0.0
+    fresh_inputs: bool | None = None  # new contents before every call (else restored ones)
+    checked_calls: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,11 +109,16 @@ class CudaContextCorrupted(RuntimeError):
     """A failed capture or a sticky error left this process's CUDA context unusable."""
 
 
+class MarkersForged(RuntimeError):
+    """The device records hold more sample markers than the harness launched."""
+
+
 def prepare_timing() -> None:
     """Compile the flush kernels and start the profiler once, without launching a kernel."""
     dummy = torch.empty(_L2Flusher.BLOCK, dtype=torch.int32, device="cuda")
     _atrex_l2_flush.warmup(dummy, dummy.numel(), 1, BLOCK=_L2Flusher.BLOCK, grid=(1,))
     _atrex_l2_flush_read.warmup(dummy, dummy, dummy.numel(), BLOCK=_L2Flusher.BLOCK, grid=(1,))
+    _atrex_sample_end.warmup(dummy, grid=(1,))
     activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     with torch.profiler.profile(activities=activities):
         pass
@@ -101,21 +132,33 @@ def measure_forward(
     forward: Callable[[Mapping[str, torch.Tensor]], object],
     input_sets: Sequence[Mapping[str, torch.Tensor]],
     settings: TimingSettings,
+    refill: Callable[[int], tuple[int, Mapping[str, torch.Tensor]]] | None = None,
+    after_call: Callable[[TimedCall], None] | None = None,
 ) -> TimingReport:
+    """Time the forward. `refill(i)` gives input set i new contents before a sample and
+    returns their seed and a copy; `after_call` sees every call (for the spot checks)."""
     started = time.perf_counter()
     flush = _L2Flusher(settings.flush)
     reset_persisting = _persisting_l2_resetter()
     launch, method, graph_error = _prepare_launch(forward, input_sets, settings.allow_graph)
+    end_flag = torch.zeros(1, dtype=torch.int32, device="cuda")
+    calls = 0
 
     def one_sample(i: int, start: torch.cuda.Event, end: torch.cuda.Event) -> None:
+        nonlocal calls
+        index = i % len(input_sets)
+        seed, before = refill(index) if refill is not None else (0, {})
         if reset_persisting is not None:
             reset_persisting()
         flush()
         start.record()
-        launch(i % len(input_sets))
+        result = launch(index)
         end.record()
-        if method == "eager":
-            torch.cuda.synchronize()
+        torch.cuda.synchronize()  # whatever the forward left running, on any stream, ends here
+        _atrex_sample_end[(1,)](end_flag)
+        if after_call is not None:
+            after_call(TimedCall(calls, seed, input_sets[index], before, result))
+        calls += 1
 
     per_sample_s = _estimate_sample_seconds(one_sample)
     device_times: list[float] = []
@@ -166,23 +209,28 @@ def _prepare_launch(
     forward: Callable[[Mapping[str, torch.Tensor]], object],
     input_sets: Sequence[Mapping[str, torch.Tensor]],
     allow_graph: bool,
-) -> tuple[Callable[[int], None], str, str | None]:
+) -> tuple[Callable[[int], object], str, str | None]:
+    """A launcher for input set i that returns that call's outputs, and how it launches."""
     for inputs in input_sets:  # warm-up: compile and autotune outside capture
         forward(inputs)
     torch.cuda.synchronize()
     if allow_graph:
         try:
-            graphs = _capture_graphs(forward, input_sets)
+            graphs, outputs = _capture_graphs(forward, input_sets)
         except RuntimeError as exc:
             _check_context_usable(exc)
             graph_error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
         else:
-            return (lambda i: graphs[i].replay()), "graph", None
+            def replay(i: int) -> object:
+                graphs[i].replay()
+                return outputs[i]  # the graph writes its outputs to the captured tensors
+
+            return replay, "graph", None
     else:
         graph_error = "graph capture disabled for this shape"
 
-    def eager(i: int) -> None:
-        forward(input_sets[i])
+    def eager(i: int) -> object:
+        return forward(input_sets[i])
 
     return eager, "eager", graph_error
 
@@ -190,8 +238,8 @@ def _prepare_launch(
 def _capture_graphs(
     forward: Callable[[Mapping[str, torch.Tensor]], object],
     input_sets: Sequence[Mapping[str, torch.Tensor]],
-) -> list[torch.cuda.CUDAGraph]:
-    graphs = []
+) -> tuple[list[torch.cuda.CUDAGraph], list[object]]:
+    graphs, outputs = [], []
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -200,10 +248,10 @@ def _capture_graphs(
     for inputs in input_sets:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            forward(inputs)
+            outputs.append(forward(inputs))
         graphs.append(graph)
     torch.cuda.synchronize()
-    return graphs
+    return graphs, outputs
 
 
 def _check_context_usable(cause: BaseException) -> None:
@@ -253,26 +301,34 @@ def device_records(prof: Any) -> list[tuple[str, int, int]]:
     return records
 
 
-def forward_spans(records: Sequence[tuple[str, int, int]], marker: str) -> tuple[list[float], list[int]]:
-    """Per sample: first kernel start to last kernel end between two marker kernels."""
+def forward_spans(records: Sequence[tuple[str, int, int]], marker: str,
+                  end_marker: str = END_MARKER) -> tuple[list[float], list[int]]:
+    """Per sample: first kernel start to last kernel end between its start marker (the L2
+    sweep) and its end marker. Records outside a sample (refills, checks) are not counted.
+
+    Raises MarkersForged when markers do not alternate start, end: a kernel of the
+    candidate named like one of ours would otherwise cut its own work out of the span.
+    """
     spans: list[float] = []
     counts: list[int] = []
-    current: list[tuple[str, int, int]] = []
-    seen_marker = False
-
-    def close() -> None:
-        if seen_marker and current:
-            spans.append((max(r[2] for r in current) - min(r[1] for r in current)) * 1e-9)
-            counts.append(len(current))
-
+    current: list[tuple[str, int, int]] | None = None  # None: outside a sample
     for record in records:
-        if record[0] == marker:
-            close()
+        name = record[0]
+        if name == marker:
+            if current is not None:
+                raise MarkersForged(f"two '{marker}' records without an end marker between")
             current = []
-            seen_marker = True
-        else:
+        elif name == end_marker:
+            if current is None:
+                raise MarkersForged(f"an '{end_marker}' record outside a sample")
+            if current:
+                spans.append((max(r[2] for r in current) - min(r[1] for r in current)) * 1e-9)
+                counts.append(len(current))
+            current = None
+        elif current is not None:
             current.append(record)
-    close()
+    if current is not None:
+        raise MarkersForged(f"a sample's '{marker}' record has no end marker")
     return spans, counts
 
 

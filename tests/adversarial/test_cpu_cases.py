@@ -78,9 +78,13 @@ CASES: dict[str, Callable[[EvaluationResult], None]] = {
     "try_except_fallback": falls_back_where_triton_cannot,
     "read_hidden_files": leaks_nothing,
     "kernel_infinite_loop": failed_with("timed out after 15 s"),
+    # the timing stage's unmeasured calls on a CPU refill the same buffers and are checked;
+    # when the allocator hands the adoption call a recycled address, that check fires first
+    "cache_data_ptr": failed_with("gave a wrong result", "gave a different result"),
+    "call_count_skip": failed_with("gave a wrong result"),
 }
-GPU_ONLY = {"side_stream", "persisting_l2", "gpu_oom", "cache_data_ptr", "cache_id_version",
-            "cache_fingerprint", "batch_and_skip", "huge_host_alloc"}
+GPU_ONLY = {"side_stream", "persisting_l2", "gpu_oom", "cache_id_version", "cache_fingerprint",
+            "batch_and_skip", "huge_host_alloc", "forge_marker"}
 
 
 def test_every_candidate_file_is_a_cpu_case_or_a_gpu_case() -> None:

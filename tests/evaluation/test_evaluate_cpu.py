@@ -26,8 +26,12 @@ def test_a_correct_triton_candidate_passes_as_native(operator: str) -> None:
         assert shape.adoption["verdict"] == "native"
         assert shape.adoption["dsl_ratio"] == 1.0
         assert shape.adoption["dsl_kernels"]
-        assert shape.timing == {"measured": False,
-                                "reason": "not measured: no GPU (CPU interpreter mode)"}
+        assert shape.timing is not None and shape.timing["measured"] is False
+        assert shape.timing["reason"] == "not measured: no GPU (CPU interpreter mode)"
+        # the unmeasured calls got fresh contents in place and each was checked
+        assert shape.timing["fresh_inputs"] is True
+        assert shape.timing["checked_calls"] == 3
+        assert shape.stage_reached == "performance"
     jsonschema.validate(result.to_dict(), SCHEMA)
 
 

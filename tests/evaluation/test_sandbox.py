@@ -176,3 +176,51 @@ for name in os.listdir("/proc/self/fd"):
     bad, _ = run_both(forge)
     assert bad.failed_stage == "correctness"
     assert "result channel" in (bad.error or "")
+
+
+PEEK = """
+import json, os
+try:
+    seen = "read: " + ",".join(sorted(os.listdir(NEIGHBOUR)))
+except OSError as exc:
+    seen = "denied: " + type(exc).__name__
+raise RuntimeError("PEEK" + json.dumps(seen) + "PEEK")
+"""
+
+
+@pytest.mark.skipif(not planned_isolation(TEST_SETTINGS.sandbox, ()).pid_namespace,
+                    reason="needs root for the sandbox's uid switch (CI and GPU hosts have it)")
+@pytest.mark.parametrize(("neighbour_uid", "expected"), [
+    (65533, "denied: PermissionError"),  # its own slot uid: the folder is closed to us
+    (65534, "read: "),  # the same uid as ours: why slots need one each
+])
+def test_workers_with_their_own_sandbox_uid_cannot_read_each_others_work(
+        neighbour_uid: int, expected: str) -> None:
+    from evaluation.harness.release import load_release
+    from evaluation.harness.sandbox import ChildProcess
+
+    operator = load_release(FIXTURE_RELEASE).operator("rms_norm").public
+    other_slot = dataclasses.replace(TEST_SETTINGS.sandbox, child_uid=neighbour_uid,
+                                     child_gid=neighbour_uid)
+    neighbour = ChildProcess(device="cpu", dsl="triton", masked_paths=(), settings=other_slot)
+    neighbour.start()
+    neighbour.bind(operator, HONEST)  # its candidate.py is now in its work folder
+    try:
+        assert neighbour.workdir is not None
+        stat = os.stat(neighbour.workdir)
+        assert (stat.st_uid, stat.st_mode & 0o777) == (neighbour_uid, 0o700)
+        bad, _ = run_both(PEEK.replace("NEIGHBOUR", repr(str(neighbour.workdir))))
+    finally:
+        neighbour.close()
+    assert json.loads((bad.error or "").split("PEEK")[1]).startswith(expected)
+
+
+def test_the_sandbox_uid_comes_from_the_workers_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evaluation.harness.sandbox import SandboxSettings
+
+    monkeypatch.setenv("ATREX_SANDBOX_UID", "61001")
+    monkeypatch.setenv("ATREX_SANDBOX_GID", "61001")
+    assert (SandboxSettings().child_uid, SandboxSettings().child_gid) == (61001, 61001)
+    monkeypatch.setenv("ATREX_SANDBOX_UID", "root")
+    with pytest.raises(ValueError, match="ATREX_SANDBOX_UID"):
+        SandboxSettings()

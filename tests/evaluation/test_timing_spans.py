@@ -8,29 +8,51 @@ pytest.importorskip("triton")
 
 from evaluation.harness.timing import forward_spans  # noqa: E402
 
-MARK = "_atrex_l2_flush"
+MARK = "_atrex_l2_flush_read"
+END = "_atrex_sample_end"
 
 
 def test_each_span_runs_from_first_kernel_start_to_last_kernel_end() -> None:
     records = [
         (MARK, 0, 100),
         ("a", 110, 150), ("b", 160, 210),  # one forward, two kernels with a gap
+        (END, 220, 221),
+        ("refill", 230, 260),  # new input contents for the next sample: not the candidate's
         (MARK, 300, 400),
         ("a", 420, 470),
+        (END, 480, 481),
+        ("check_copy", 490, 500),  # a spot check's copy of the outputs: not counted either
     ]
-    spans, counts = forward_spans(records, MARK)
+    spans, counts = forward_spans(records, MARK, END)
     assert spans == pytest.approx([100e-9, 50e-9])
     assert counts == [2, 1]
 
 
-def test_records_before_the_first_flush_are_ignored() -> None:
-    spans, _ = forward_spans([("warmup", 0, 10), (MARK, 20, 30), ("a", 40, 45)], MARK)
+def test_records_outside_a_sample_are_ignored() -> None:
+    spans, _ = forward_spans([("warmup", 0, 10), (MARK, 20, 30), ("a", 40, 45), (END, 46, 47),
+                              ("refill", 50, 90)], MARK, END)
     assert spans == pytest.approx([5e-9])
 
 
 def test_a_sample_with_no_kernel_yields_no_span() -> None:
-    spans, _ = forward_spans([(MARK, 0, 1), (MARK, 2, 3), ("a", 4, 6)], MARK)
+    spans, _ = forward_spans([(MARK, 0, 1), (END, 1, 2), (MARK, 2, 3), ("a", 4, 6), (END, 7, 8)],
+                             MARK, END)
     assert spans == pytest.approx([2e-9])
+
+
+@pytest.mark.parametrize("records", [
+    # the candidate's work in a kernel named like the end marker: an end outside a sample
+    [(MARK, 0, 1), ("touch", 2, 3), (END, 4, 90), (END, 91, 92)],
+    # a kernel named like the start marker inside a sample
+    [(MARK, 0, 1), (MARK, 2, 50), ("a", 51, 60), (END, 61, 62)],
+    # a start marker never closed
+    [(MARK, 0, 1), ("a", 2, 3)],
+])
+def test_markers_out_of_step_mean_forged_markers(records: list[tuple[str, int, int]]) -> None:
+    from evaluation.harness.timing import MarkersForged
+
+    with pytest.raises(MarkersForged):
+        forward_spans(records, MARK, END)
 
 
 def test_a_real_timing_report_passes_the_parents_check_and_a_forged_one_fails() -> None:

@@ -1,0 +1,1 @@
+"""`atrex`, the portal's command-line client (docs/cli.md)."""

@@ -1,0 +1,107 @@
+"""`atrex evaluate-local`: the portal's public checks on the user's own machine.
+
+A thin shell around the Django-free harness (evaluation/harness/): compile, correctness,
+DSL adoption and, on a GPU, timing. It never applies a roofline: SOL and attainment need
+the release's hidden files, which only the portal has. Without a GPU the harness runs
+Triton's interpreter, like `python -m evaluation` and the portal's CPU workers.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from atrex_cli.client import EXIT_HARNESS, CliError
+
+
+@dataclass(frozen=True)
+class LocalRun:
+    release: Path
+    operator: str
+    candidate: Path
+    shapes: str | None
+    device: str | None
+    trials: int
+    timeout_s: float
+    json_out: Path | None
+
+
+def evaluate_local(run: LocalRun, console: Console) -> bool:
+    """Evaluate and print the table; True when every shape is correct and native."""
+    # The harness imports torch and Triton: only this command pays for that.
+    import torch
+
+    from evaluation.cli import result_table
+    from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, evaluate
+    from evaluation.harness.release import ReleaseError, load_release
+    from evaluation.harness.results import PASSED, ShapeResult
+    from evaluation.harness.sandbox import HarnessError
+
+    if not run.candidate.is_file():
+        raise CliError(f"no such candidate file: {run.candidate}")
+    try:
+        release = load_release(run.release)
+        operator = release.operator(run.operator)
+    except ReleaseError as exc:
+        raise CliError(f"release error: {exc}") from None
+    device = run.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    shape_ids = choose_shapes([s.id for s in operator.public.shapes], run.shapes, device)
+    if run.shapes is None and len(shape_ids) < len(operator.public.shapes):
+        console.print(f"no GPU: Triton's interpreter, on the {len(shape_ids)} dev shapes "
+                      "(choose others with --shapes)")
+    job = EvaluationJob(
+        operator=operator.public, candidate_source=run.candidate.read_text(encoding="utf-8"),
+        tolerance=operator.tolerance, shape_ids=shape_ids, dsl=release.settings.dsl,
+        dsl_ratio_threshold=release.settings.dsl_ratio_threshold,
+        masked_paths=(release.root,) if release.has_hidden_files else ())
+    settings = EvaluationSettings(trials=run.trials, compile_timeout_s=run.timeout_s,
+                                  device=device)
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=console) as bar:
+            task = bar.add_task(f"{operator.name}: starting", total=len(shape_ids))
+
+            def progress(shape: ShapeResult, done: int, total: int) -> None:
+                state = (shape.verdict or "correct") if shape.status == PASSED else \
+                    f"failed at {shape.failed_stage}"
+                bar.update(task, completed=done,
+                           description=f"{operator.name}: {shape.shape_id} {state}")
+
+            result = evaluate(job, settings, progress)
+    except HarnessError as exc:
+        raise CliError(f"harness error: {exc}", exit_code=EXIT_HARNESS) from None
+    out = Console(markup=False, highlight=False)  # errors are shown verbatim
+    if not out.is_terminal:
+        out.width = 160  # logs and pipes: one row per line
+    out.print(result_table(result))
+    total = len(result.shapes)
+    passed = sum(s.status == PASSED for s in result.shapes)
+    native = sum(s.status == PASSED and s.verdict == "native" for s in result.shapes)
+    console.print(f"{passed}/{total} shapes correct, {native}/{total} native (under the default "
+                  "fallback policy only native shapes score); no SOL or attainment here: the "
+                  "roofline is the portal's")
+    if run.json_out is not None:
+        run.json_out.write_text(result.to_json())
+        console.print(f"result written to {run.json_out}")
+    return native == total
+
+
+def choose_shapes(all_ids: list[str], pattern: str | None, device: str) -> list[str]:
+    """--shapes (comma-separated ids or globs); by default every shape on a GPU and the dev
+    tier (`dev-*`, sized for the interpreter) on a CPU when the operator has one."""
+    if pattern is None:
+        dev = [s for s in all_ids if s.startswith("dev-")]
+        return dev if device == "cpu" and dev else all_ids
+    chosen: list[str] = []
+    for part in (p.strip() for p in pattern.split(",") if p.strip()):
+        matches = [s for s in all_ids if fnmatch.fnmatchcase(s, part)]
+        if not matches:
+            raise CliError(f"no shape matches {part!r} (shapes: {', '.join(all_ids)})")
+        chosen += [m for m in matches if m not in chosen]
+    if not chosen:
+        raise CliError("--shapes selects no shape")
+    return chosen

@@ -1,0 +1,484 @@
+"""`atrex`: the Atrex Portal from a terminal or a coding agent's script.
+
+Talks only to the portal's REST API with a team token ($ATREX_TOKEN or `atrex login`).
+Results go to stdout (tables, or JSON/CSV with --format); progress and messages to stderr.
+Exit codes: atrex_cli.client (EXIT_*) and docs/cli.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import io
+import json
+import os
+import sys
+import time
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TransferSpeedColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from atrex_cli import portal
+from atrex_cli.client import (
+    EXIT_EVALUATION_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    EXIT_WAIT_TIMEOUT,
+    Api,
+    AuthError,
+    CliError,
+    NotFound,
+)
+from atrex_cli.config import ConfigError, config_path, read_config_file, resolve, write_config
+
+ACTIVE = ("queued", "running")
+# After the last job ends, how long to wait for its score (none comes when the release has
+# no active weights).
+SCORE_GRACE_S = 20.0
+BOARDS = {"memory": "memory", "compute": "compute", "prefill": "prefill", "decode": "decode"}
+
+
+EXIT_CODES = """exit codes:
+  0  done                        6  quota used up or rate limited (429)
+  2  bad arguments, local file   7  server unreachable or timed out
+  3  no/invalid token (401/403)  8  server error (5xx) or unreadable answer
+  4  not found (404)             9  the kernel failed: --wait saw no job scored;
+  5  rejected by the portal         evaluate-local: a shape not correct and native
+     (400; its message printed) 10  --wait-timeout reached
+                                11  evaluate-local: the harness failed
+token: $ATREX_TOKEN or `atrex login`; server: --server, $ATREX_SERVER. See docs/cli.md."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--server", default=None,
+                        help="portal URL (default: $ATREX_SERVER, the config file, "
+                             "http://127.0.0.1:8000)")
+    common.add_argument("--http-timeout", type=float, default=30.0, metavar="S",
+                        help="seconds to wait for each HTTP answer (default 30)")
+    parser = argparse.ArgumentParser(
+        prog="atrex", description="Atrex Portal client: problems, bundles, submissions, boards, "
+        "local evaluation.", epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    login = commands.add_parser("login", parents=[common], help="store a team token")
+    login.add_argument("--token", default=None,
+                       help="the team token (default: $ATREX_TOKEN, else asked for)")
+    commands.add_parser("logout", parents=[common], help="forget the stored token")
+    commands.add_parser("quota", parents=[common], help="the team's submission quota")
+
+    problems = commands.add_parser("problems", parents=[common],
+                                   help="releases, or one release's operators")
+    problems.add_argument("release", nargs="?", help="id, name or name@vN")
+    problems.add_argument("--format", choices=("table", "json"), default="table")
+
+    bundle = commands.add_parser("bundle", parents=[common],
+                                 help="download a release's agent-visible files")
+    bundle.add_argument("release")
+    bundle.add_argument("operator", nargs="?", help="one operator (default: all)")
+    bundle.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
+
+    submit = commands.add_parser("submit", parents=[common], help="upload kernels")
+    submit.add_argument("path", type=Path, metavar="FILE_OR_DIR",
+                        help="<operator>.py, a .zip/.tar.gz of them, or a folder of them")
+    submit.add_argument("--release", required=True, help="id, name or name@vN")
+    submit.add_argument("--hardware", required=True, help="e.g. H200")
+    submit.add_argument("--operator", default=None,
+                        help="the operator of a single .py (default: its file name)")
+    submit.add_argument("--agent", default="")
+    submit.add_argument("--model", default="")
+    submit.add_argument("--tokens", type=int, default=None, help="output tokens the agent spent")
+    submit.add_argument("--notes", default="")
+    _wait_options(submit)
+
+    status = commands.add_parser("status", parents=[common], help="a submission's state")
+    status.add_argument("id", type=int)
+    _wait_options(status)
+
+    board = commands.add_parser("leaderboard", parents=[common], help="a board")
+    board.add_argument("release", nargs="?", help="id, name or name@vN (default: the only one)")
+    board.add_argument("--hardware", default="H200")
+    kind = board.add_mutually_exclusive_group()
+    kind.add_argument("--operator", help="the per-operator board")
+    kind.add_argument("--regime", choices=("memory", "compute"))
+    kind.add_argument("--phase", choices=("prefill", "decode"))
+    board.add_argument("--format", choices=("table", "json", "csv"), default="table")
+
+    local = commands.add_parser("evaluate-local", parents=[common],
+                                help="the public checks on this machine (no roofline)")
+    local.add_argument("candidate", type=Path, metavar="FILE")
+    local.add_argument("--release", required=True, metavar="DIR_OR_NAME",
+                       help="an Atrex-layout folder (e.g. from `atrex bundle`), or a release "
+                            "on the portal (its bundle is downloaded)")
+    local.add_argument("--operator", required=True)
+    local.add_argument("--shapes", default=None, help="comma-separated ids or globs "
+                       "(default: all on a GPU, the dev-* shapes on a CPU)")
+    local.add_argument("--device", choices=("cuda", "cpu"), default=None)
+    local.add_argument("--trials", type=int, default=5)
+    local.add_argument("--timeout", type=float, default=300.0,
+                       help="seconds for compile + correctness of one shape")
+    local.add_argument("--json", type=Path, default=None, help="write the result JSON here")
+    return parser
+
+
+def _wait_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--wait", action="store_true",
+                        help="follow the evaluation live until it ends")
+    parser.add_argument("--interval", type=float, default=1.0, help="seconds between polls")
+    parser.add_argument("--wait-timeout", type=float, default=None, metavar="S",
+                        help="give up waiting after S seconds (exit 10)")
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    # No markup: messages and table cells carry names and errors from the server verbatim.
+    err = Console(stderr=True, markup=False, highlight=False)
+    if not err.is_terminal:
+        err.soft_wrap = True  # logs: one message per line
+    try:
+        return COMMANDS[args.command](args, err)
+    except CliError as exc:
+        err.print(Text.assemble(("error:", "red"), f" {exc}"))
+        return exc.exit_code
+    except ConfigError as exc:
+        err.print(Text.assemble(("error:", "red"), f" {exc}"))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+
+
+def _api(args: argparse.Namespace) -> Api:
+    config = resolve(args.server)
+    return Api(config.server, config.token, timeout_s=args.http_timeout)
+
+
+def _out() -> Console:
+    out = Console(markup=False, highlight=False)
+    if not out.is_terminal:
+        out.width = 160  # pipes and logs: one row per line
+    return out
+
+
+def _print_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+
+
+def cmd_login(args: argparse.Namespace, err: Console) -> int:
+    config = resolve(args.server)
+    token = args.token or os.environ.get("ATREX_TOKEN")
+    if not token:
+        token = getpass.getpass("team token: ") if sys.stdin.isatty() else sys.stdin.readline()
+    token = token.strip()
+    if not token:
+        raise AuthError("no token given")
+    quota = Api(config.server, token, timeout_s=args.http_timeout).get_json("/api/quota/",
+                                                                            team=True)
+    path = config_path()
+    write_config(path, {**read_config_file(path), "server": config.server, "token": token})
+    err.print(f"signed in to {config.server} as team {quota['team']}; token stored in {path} "
+              "(mode 0600)")
+    return EXIT_OK
+
+
+def cmd_logout(args: argparse.Namespace, err: Console) -> int:
+    path = config_path()
+    stored = read_config_file(path)
+    if "token" in stored:
+        del stored["token"]
+        write_config(path, stored)
+        err.print(f"token removed from {path}")
+    else:
+        err.print("no token stored")
+    return EXIT_OK
+
+
+def cmd_quota(args: argparse.Namespace, err: Console) -> int:
+    quota = _api(args).get_json("/api/quota/", team=True)
+    _print_json(quota)
+    return EXIT_OK
+
+
+def cmd_problems(args: argparse.Namespace, err: Console) -> int:
+    api = _api(args)
+    if args.release is None:
+        releases = portal.releases(api)
+        if args.format == "json":
+            _print_json(releases)
+            return EXIT_OK
+        table = Table(title="Releases")
+        for column in ("id", "release", "DSL", "operators", "shapes"):
+            table.add_column(column)
+        for r in releases:
+            table.add_row(str(r["id"]), f"{r['name']}@v{r['version']}", r["dsl"],
+                          str(r["operator_count"]), str(r["shape_count"]))
+        _out().print(table)
+        return EXIT_OK
+    release = portal.find_release(api, args.release)
+    operators = portal.operators(api, release)
+    if args.format == "json":
+        _print_json({"release": release, "operators": [
+            {"name": o["name"], "shape_count": o["shape_count"],
+             "shapes": list(json.loads(o["files"]["shapes.json"]))} for o in operators]})
+        return EXIT_OK
+    table = Table(title=f"{release['name']}@v{release['version']} (id {release['id']}, "
+                        f"{release['dsl']})")
+    for column in ("operator", "shapes", "shape ids"):
+        table.add_column(column)
+    for o in operators:
+        ids = list(json.loads(o["files"]["shapes.json"]))
+        table.add_row(o["name"], str(o["shape_count"]),
+                      ", ".join(ids[:4]) + (f", … (+{len(ids) - 4})" if len(ids) > 4 else ""))
+    _out().print(table)
+    return EXIT_OK
+
+
+def cmd_bundle(args: argparse.Namespace, err: Console) -> int:
+    api = _api(args)
+    release = portal.find_release(api, args.release)
+    written = portal.download_bundle(api, release, args.operator, args.output)
+    root = args.output / release["name"]
+    err.print(f"{len(written)} files written under {root}")
+    for path in written:
+        print(path)
+    return EXIT_OK
+
+
+def upload_payload(path: Path) -> tuple[str, bytes]:
+    """A file as it is; a folder as a zip of its top-level <operator>.py files."""
+    if path.is_file():
+        return path.name, path.read_bytes()
+    if not path.is_dir():
+        raise CliError(f"no such file or folder: {path}")
+    sources = sorted(p for p in path.iterdir() if p.is_file() and p.suffix == ".py")
+    if not sources:
+        raise CliError(f"{path} holds no <operator>.py files")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for source in sources:
+            archive.write(source, source.name)
+    return f"{path.resolve().name or 'kernels'}.zip", buffer.getvalue()
+
+
+def cmd_submit(args: argparse.Namespace, err: Console) -> int:
+    api = _api(args)
+    if not api.token:
+        raise AuthError("no team token: run `atrex login` or set ATREX_TOKEN")
+    filename, content = upload_payload(args.path)
+    release = portal.find_release(api, args.release)
+    fields = {"release": str(release["id"]), "hardware": args.hardware, "agent": args.agent,
+              "model": args.model, "notes": args.notes}
+    if args.operator:
+        fields["operator"] = args.operator
+    if args.tokens is not None:
+        fields["output_tokens"] = str(args.tokens)
+    if not err.is_terminal:
+        err.print(f"uploading {filename} ({len(content)} bytes)")
+    with Progress(TextColumn("uploading {task.fields[name]}"), BarColumn(), DownloadColumn(),
+                  TransferSpeedColumn(), console=err, transient=True,
+                  disable=not err.is_terminal) as bar:
+        task = bar.add_task("upload", total=len(content), name=filename)
+
+        def sent(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        try:
+            created = api.post_multipart("/api/submissions/", fields, filename, content, sent)
+        except NotFound as exc:
+            raise NotFound(f"{exc} (is --hardware {args.hardware!r} a hardware profile of this "
+                           "portal? a release's page lists them)") from None
+    operators = ", ".join(j["operator"] for j in created["jobs"])
+    err.print(f"submission {created['id']} created for {created['team']} on "
+              f"{release['name']}@v{release['version']} / {args.hardware}: {operators}")
+    if not args.wait:
+        if args.format == "json":
+            _print_json(created)
+        else:
+            print(created["id"])
+        return EXIT_OK
+    return _follow(api, created["id"], args, err)
+
+
+def cmd_status(args: argparse.Namespace, err: Console) -> int:
+    api = _api(args)
+    if args.wait:
+        return _follow(api, args.id, args, err)
+    detail = portal.submission(api, args.id)
+    _report(detail, args.format)
+    return EXIT_OK
+
+
+def _follow(api: Api, submission_id: int, args: argparse.Namespace, err: Console) -> int:
+    """Poll the submission until no job is queued or running, one progress bar per job (a
+    line per change when stderr is not a terminal: agents' logs); then the per-operator
+    table. Exit 9 when no job scored, 10 on --wait-timeout."""
+    deadline = None if args.wait_timeout is None else time.monotonic() + args.wait_timeout
+    detail = portal.submission(api, submission_id)
+    live = err.is_terminal
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, disable=not live) as bar:
+        tasks: dict[int, TaskID] = {}
+        shown: dict[int, tuple[str, int]] = {}
+        ended_at: float | None = None
+        while True:
+            for job in detail["jobs"]:
+                if job["id"] not in tasks:
+                    tasks[job["id"]] = bar.add_task("", total=job["shapes_total"] or None)
+                bar.update(tasks[job["id"]], completed=job["shapes_done"],
+                           description=f"{job['operator']}: {job['status']}")
+                state = (job["status"], job["shapes_done"])
+                if not live and shown.get(job["id"]) != state:
+                    shown[job["id"]] = state
+                    err.print(f"{job['operator']}: {job['status']} {job['shapes_done']}/"
+                              f"{job['shapes_total']}")
+            if not _jobs_active(detail):
+                ended_at = ended_at or time.monotonic()
+                if _score_settled(detail) or time.monotonic() - ended_at > SCORE_GRACE_S:
+                    break
+            if deadline is not None and time.monotonic() > deadline:
+                err.print(f"still {detail['status']} after {args.wait_timeout:.0f} s; "
+                          f"`atrex status {submission_id} --wait` follows it again")
+                return EXIT_WAIT_TIMEOUT
+            time.sleep(args.interval)
+            detail = portal.submission(api, submission_id)
+    _report(detail, args.format)
+    return EXIT_OK if any(j["status"] == "scored" for j in detail["jobs"]) \
+        else EXIT_EVALUATION_FAILED
+
+
+def _jobs_active(detail: dict[str, Any]) -> bool:
+    return any(job["status"] in ACTIVE for job in detail["jobs"])
+
+
+def _score_settled(detail: dict[str, Any]) -> bool:
+    """The score under the active weights covers every scored job (the portal computes it
+    just after a job ends), or there is nothing to score."""
+    if not any(job["status"] == "scored" for job in detail["jobs"]):
+        return True
+    score = detail.get("score")
+    return score is not None and bool(score["current"])
+
+
+def _report(detail: dict[str, Any], fmt: str) -> None:
+    if fmt == "json":
+        _print_json(detail)
+        return
+    score = detail.get("score") or {}
+    by_operator = score.get("by_operator") or {}
+    release = detail["release"]
+    table = Table(title=f"submission {detail['id']} ({detail['team']}, {release['name']}@v"
+                        f"{release['version']}, {detail['hardware']}): {detail['status']}")
+    for column in ("operator", "status", "shapes", "passed", "verdicts", "score", "error"):
+        table.add_column(column)
+    for job in detail["jobs"]:
+        results = job["results"]
+        verdicts: dict[str, int] = {}
+        for r in results:
+            verdict = r["verdict"] or r["status"]
+            verdicts[verdict] = verdicts.get(verdict, 0) + 1
+        value = by_operator.get(job["operator"])
+        table.add_row(job["operator"], job["status"], f"{job['shapes_done']}/{job['shapes_total']}",
+                      str(sum(r["status"] == "passed" for r in results)),
+                      ", ".join(f"{v} {n}" for v, n in sorted(verdicts.items())) or "-",
+                      "-" if value is None else f"{value:.3f}",
+                      (job["error"] or "")[:80])
+    if score:
+        aggregate = score.get("aggregate")
+        table.caption = (f"S_agg {'-' if aggregate is None else f'{aggregate:.3f}'} under "
+                         f"weights v{score['weights_version']}; correctness "
+                         f"{score['correctness_rate']:.0%}, DSL adoption "
+                         f"{score['dsl_adoption_rate']:.0%}"
+                         + ("" if score["ranked"] else "; not ranked (under review)"))
+    _out().print(table)
+
+
+def cmd_leaderboard(args: argparse.Namespace, err: Console) -> int:
+    api = _api(args)
+    release = portal.find_release(api, args.release)
+    board = args.regime or args.phase or "aggregate"
+    data = portal.board(api, release, args.hardware, board, args.operator,
+                        csv=args.format == "csv")
+    if args.format == "csv":
+        sys.stdout.write(data.decode("utf-8"))
+        return EXIT_OK
+    doc = json.loads(data)
+    if args.format == "json":
+        _print_json(doc)
+        return EXIT_OK
+    title = f"{doc['release']} on {doc['hardware']}: " + (
+        f"operator {args.operator}" if args.operator else f"{board} board") + \
+        f" (weights v{doc['weights_version']})"
+    table = Table(title=title)
+    columns: tuple[str, ...]
+    if args.operator:
+        columns = ("rank", "team", "submission", "score", "date")
+        rows = doc["rows"]
+    else:
+        columns = ("rank", "team", "submission", board, "correctness_rate", "dsl_adoption_rate",
+                   "output_tokens", "agent", "model", "date", "badges")
+        rows = doc["rows"] + doc["baselines"]
+    for column in columns:
+        table.add_column(column.replace("_rate", "").replace("_", " "))
+    for row in rows:
+        table.add_row(*(_cell(row.get(c)) for c in columns))
+    if not rows:
+        table.caption = "no ranked submissions yet"
+    _out().print(table)
+    return EXIT_OK
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def cmd_evaluate_local(args: argparse.Namespace, err: Console) -> int:
+    from atrex_cli.local import LocalRun, evaluate_local
+
+    release_dir = Path(args.release)
+    if not release_dir.is_dir():
+        if "/" in args.release or args.release.startswith("."):
+            raise CliError(f"no such release folder: {release_dir}")
+        api = _api(args)
+        release = portal.find_release(api, args.release)
+        target = _cache_dir() / f"{release['name']}-v{release['version']}"
+        portal.download_bundle(api, release, None, target)
+        release_dir = target / release["name"]
+        err.print(f"public files of {release['name']}@v{release['version']} in {release_dir}")
+    passed = evaluate_local(LocalRun(
+        release=release_dir, operator=args.operator, candidate=args.candidate,
+        shapes=args.shapes, device=args.device, trials=args.trials, timeout_s=args.timeout,
+        json_out=args.json), err)
+    return EXIT_OK if passed else EXIT_EVALUATION_FAILED
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "atrex" / "bundles"
+
+
+COMMANDS = {"login": cmd_login, "logout": cmd_logout, "quota": cmd_quota,
+            "problems": cmd_problems, "bundle": cmd_bundle, "submit": cmd_submit,
+            "status": cmd_status, "leaderboard": cmd_leaderboard,
+            "evaluate-local": cmd_evaluate_local}

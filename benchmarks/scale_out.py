@@ -1,0 +1,180 @@
+"""Evaluation throughput with 1, 2, … GPU workers on one queue, through the portal's real stack.
+
+For each worker count, in a fresh folder: a database (SQLite unless DATABASE_URL is set), the
+broker (kombu's filesystem transport unless CELERY_BROKER_URL is set), one results worker,
+and one `celery worker -Q eval.<hardware>` per GPU, pinned with CUDA_VISIBLE_DEVICES=i. The
+same batch of submissions (the fixture release's honest Triton candidates, round robin over
+its operators) is uploaded through `submission_create`, as the web tier does, and the
+script waits until every job is scored or failed. Throughput = shapes evaluated per minute
+between the first upload and the last job's end. Duplicate or lost work shows as job
+attempts above 1 or shape results missing; both are printed.
+
+On a host with no GPU the workers evaluate the dev shapes in Triton's interpreter: that
+checks the plumbing, and its numbers say nothing about GPUs.
+
+Usage: python benchmarks/scale_out.py [--workers 1,2] [--submissions 12] [--json OUT]
+
+On a lent two-GPU H200 machine (no network; Python 3.12): run `scripts/device-wheels` here
+first, carry `.whl`, and begin the command with the install line that script prints.
+Measured so far only on a 2-core CPU machine (plumbing): see the issue 9 note.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+HARDWARE = "H200"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--submissions", type=int, default=12)
+    parser.add_argument("--timeout-s", type=float, default=1800)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--phase", type=int, help=argparse.SUPPRESS)  # one worker count, inside
+    parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.phase is not None:
+        print(json.dumps(run_phase(args.phase, args.submissions, args.folder, args.timeout_s)))
+        return
+    phases = []
+    for count in [int(n) for n in args.workers.split(",")]:
+        with tempfile.TemporaryDirectory(prefix="atrex-scale-") as folder:
+            env = {**os.environ, "ATREX_VAR_DIR": folder,
+                   "DATABASE_URL": os.environ.get("DATABASE_URL", f"sqlite:///{folder}/db.sqlite3"),
+                   "DJANGO_SETTINGS_MODULE": "portal.settings", "PYTHONPATH": str(REPO)}
+            done = subprocess.run(
+                [sys.executable, __file__, "--phase", str(count), "--folder", folder,
+                 "--submissions", str(args.submissions), "--timeout-s", str(args.timeout_s)],
+                env=env, cwd=REPO, capture_output=True, text=True)
+            if done.returncode != 0:
+                sys.exit(f"phase with {count} worker(s) failed:\n{done.stderr[-4000:]}")
+            phase = json.loads(done.stdout.strip().splitlines()[-1])
+        phases.append(phase)
+        print(f"{count} worker(s): {phase['shapes']} shapes in {phase['seconds']:.1f} s = "
+              f"{phase['shapes_per_minute']:.1f} shapes/min; jobs {phase['statuses']}, "
+              f"attempts>1: {phase['repeated_attempts']}, missing results: "
+              f"{phase['missing_results']}, device: {phase['device']}", flush=True)
+    if len(phases) > 1:
+        base = phases[0]["shapes_per_minute"]
+        for phase in phases[1:]:
+            print(f"speed-up with {phase['workers']} workers against {phases[0]['workers']}: "
+                  f"{phase['shapes_per_minute'] / base:.2f}x")
+    if args.json:
+        args.json.write_text(json.dumps(phases, indent=2) + "\n")
+
+
+def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float) -> dict[str, Any]:
+    """Inside a fresh process whose environment names this phase's database and broker."""
+    import django
+
+    django.setup()
+    import torch
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from evaluation.catalog import release_import
+    from evaluation.models import HardwareProfile
+    from portal.accounts.models import Membership, Team
+    from submissions.models import EvaluationJob, ShapeResult
+    from submissions.services import submission_create
+
+    gpus = torch.cuda.device_count()
+    if gpus and workers > gpus:
+        raise SystemExit(f"{workers} workers asked for, {gpus} GPU(s) here")
+    if not gpus:
+        settings.ATREX_SHAPE_FILTER = "dev-*"  # the interpreter: dev shapes only
+    call_command("migrate", verbosity=0)
+    release = release_import(path=REPO / "evaluation" / "releases" / "atrex-fixture").release
+    hardware = HardwareProfile.objects.get(name=HARDWARE)
+    team = Team.objects.create(name="scale-out", slug="scale-out", daily_submission_quota=10_000,
+                               concurrent_job_quota=10_000)
+    user = get_user_model().objects.create_user("scale", password="scale-out-password")
+    Membership.objects.create(team=team, user=user)
+    samples = sorted((REPO / "evaluation" / "sample_candidates").glob("*/triton_native.py"))
+    operators = {op.name for op in release.operators.all()}
+    samples = [s for s in samples if s.parent.name in operators]
+    logs = folder / "logs"
+    logs.mkdir()
+    processes = [_worker("results", "results", {}, logs)]
+    for index in range(workers):
+        # one GPU and one sandbox uid per worker slot (sandbox.SandboxSettings)
+        pin = {"ATREX_SANDBOX_UID": str(60001 + index), "ATREX_SANDBOX_GID": str(60001 + index)}
+        if gpus:
+            pin["CUDA_VISIBLE_DEVICES"] = str(index)
+        processes.append(_worker(f"eval{index}", f"eval.{HARDWARE}", pin, logs))
+    try:
+        _wait_ready(processes, logs)
+        started = time.monotonic()
+        for index in range(submissions):
+            sample = samples[index % len(samples)]
+            submission_create(team=team, user=user, release=release, hardware=hardware,
+                              filename=f"{sample.parent.name}.py", data=sample.read_bytes(),
+                              agent="scale-out", model_name="-", output_tokens=0)
+        deadline = started + timeout_s
+        while EvaluationJob.objects.exclude(status__in=("scored", "failed")).exists():
+            if time.monotonic() > deadline:
+                raise SystemExit("jobs still unfinished at the time limit")
+            for name, process in processes:
+                if process.poll() is not None:
+                    raise SystemExit(f"worker {name} exited:\n"
+                                     f"{(logs / f'{name}.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+        seconds = time.monotonic() - started
+    finally:
+        for _, process in processes:
+            process.terminate()
+        for _, process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+    jobs = list(EvaluationJob.objects.all())
+    shapes = sum(job.shapes_total for job in jobs)
+    stored = ShapeResult.objects.count()
+    statuses: dict[str, int] = {}
+    for job in jobs:
+        statuses[job.status] = statuses.get(job.status, 0) + 1
+    return {
+        "workers": workers, "submissions": submissions, "shapes": shapes, "seconds": seconds,
+        "shapes_per_minute": shapes / seconds * 60, "statuses": statuses,
+        "repeated_attempts": sum(1 for job in jobs if job.attempts > 1),
+        "missing_results": shapes - stored,
+        "device": torch.cuda.get_device_name() if gpus else "cpu (Triton interpreter)",
+    }
+
+
+def _worker(name: str, queues: str, extra_env: dict[str, str],
+            logs: Path) -> tuple[str, subprocess.Popen[bytes]]:
+    command = [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", queues,
+               "-n", f"{name}@%h", "--pool", "solo", "--without-gossip", "--without-mingle",
+               "--loglevel", "INFO"]
+    with open(logs / f"{name}.log", "wb") as out:
+        process = subprocess.Popen(command, cwd=REPO, env={**os.environ, **extra_env},
+                                   stdout=out, stderr=subprocess.STDOUT)
+    return name, process
+
+
+def _wait_ready(processes: list[tuple[str, subprocess.Popen[bytes]]], logs: Path) -> None:
+    deadline = time.monotonic() + 180
+    for name, process in processes:
+        while b"ready." not in (logs / f"{name}.log").read_bytes():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"worker {name} did not start:\n"
+                                 f"{(logs / f'{name}.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    main()

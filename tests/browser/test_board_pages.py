@@ -1,0 +1,128 @@
+"""Boards in the browser: sorting and filtering swap the table in place (htmx), an admin's new
+weights reorder the board, and the admin pages (weights, quarantine) and a submission's charts
+render. Scores come from stored shape results, as after real evaluations on a GPU."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from evaluation.catalog import release_import
+from leaderboard.models import WeightSet
+from leaderboard.services import weight_set_activate, weight_set_create, weight_set_from_release
+from submissions.models import EvaluationJob, ShapeResult
+from tests.browser.conftest import (
+    canvas_painted_pixels,
+    mark_document,
+    same_document,
+    screenshot,
+    sign_in,
+)
+from tests.conftest import FIXTURE_RELEASE
+from tests.factories import UserFactory
+from tests.leaderboard.test_boards import scored_submission
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def boards() -> dict[str, Any]:
+    """Three ranked teams and one quarantined; rms_norm-only weights active, gemm-only ready."""
+    release = release_import(path=FIXTURE_RELEASE).release
+    weight_set_from_release(release)
+    submissions = {
+        "Red": scored_submission(release, "Red", {"rms_norm": 0.8, "gemm_fp16": 0.2}),
+        "Green": scored_submission(release, "Green", {"rms_norm": 0.5, "gemm_fp16": 0.9}),
+        "Blue": scored_submission(release, "Blue", {"rms_norm": 0.2, "gemm_fp16": 0.6}),
+        "Violet": scored_submission(release, "Violet", {"rms_norm": 0.7}),
+    }
+    for job in EvaluationJob.objects.all():  # what a finished evaluation leaves
+        shapes = job.results.count()
+        EvaluationJob.objects.filter(pk=job.pk).update(shapes_total=shapes, shapes_done=shapes)
+    faster_than_light = ShapeResult.objects.filter(
+        job__candidate__submission=submissions["Violet"]).order_by("pk").first()
+    assert faster_than_light is not None
+    ShapeResult.objects.filter(pk=faster_than_light.pk).update(
+        suspicious=True, attainment=1.4, median_s=2e-6, sol_s=2.8e-6, samples=400,
+        launch_method="graph", dsl_ratio=1.0,
+        raw={"adoption": {"dsl_kernels": ["_rms_norm_kernel"], "foreign_kernels": []}})
+    norm_only = weight_set_create(release=release, weights={"rms_norm": 1}, source="manual",
+                                  note="rms_norm only")
+    weight_set_activate(weight_set=norm_only, actor=None)
+    gemm_only = weight_set_create(release=release, weights={"gemm_fp16": 1}, source="manual",
+                                  note="gemm_fp16 only")
+    UserFactory(username="root", is_staff=True, is_superuser=True)
+    return {"release": release, "submissions": submissions, "gemm_only": gemm_only}
+
+
+def board_teams(page: Page) -> list[str]:
+    """The team column of the board's submission rows, top to bottom (baselines left out)."""
+    return page.locator("#board tr:not(.baseline) td:nth-child(2)").all_inner_texts()
+
+
+def test_sorting_and_filtering_a_board_swap_it_in_place(page: Page, boards: dict[str, Any]) -> None:
+    release = boards["release"]
+    page.goto(f"/boards/{release.pk}/H200/")
+    assert board_teams(page) == ["Red", "Green", "Blue"]  # by S_agg under rms_norm-only weights
+    mark_document(page)
+
+    page.locator("#board th a", has_text="unweighted_mean").click()
+    expect(page).to_have_url(f"{page.url.split('?')[0]}?&sort=unweighted_mean")
+    expect(page.locator("#board th", has_text="unweighted_mean")).to_contain_text("▾")
+    assert board_teams(page) == ["Green", "Red", "Blue"]
+    screenshot(page, "board")
+
+    page.locator("#board-filters").get_by_role("link", name="all submissions").click()
+    expect(page.locator("#board tr", has_text="Violet")).to_contain_text("suspicious")
+    assert "all=1" in page.url
+    assert sorted(board_teams(page)) == ["Blue", "Green", "Red", "Violet"]
+    page.locator("#board-filters").get_by_role("link", name="best per team").click()
+    expect(page.locator("#board tr", has_text="Violet")).to_have_count(0)
+
+    page.locator("nav.boards").get_by_role("link", name="Memory-bound shapes").click()
+    expect(page.locator("h1")).to_contain_text("Memory-bound shapes")
+    assert "/memory/" in page.url
+    assert same_document(page), "sorting or filtering reloaded the page"
+
+    page.goto(f"/boards/{release.pk}/H200/operators/gemm_fp16/")
+    expect(page.locator("table tr").nth(1)).to_contain_text("Green")
+    screenshot(page, "operator-board")
+
+
+def test_an_admin_activates_new_weights_and_the_board_reorders(
+        page: Page, boards: dict[str, Any]) -> None:
+    release, gemm_only = boards["release"], boards["gemm_only"]
+    sign_in(page, "root", "correct horse battery", next_path=f"/staff/releases/{release.pk}/weights/")
+    row = page.locator("tr", has=page.get_by_text(f"v{gemm_only.version}", exact=True))
+    expect(row).to_contain_text("gemm_fp16 only")
+    screenshot(page, "weights")
+    row.get_by_role("button", name="Activate").click()
+    expect(row).to_contain_text("active")
+    expect(row.get_by_role("button")).to_have_count(0)
+    assert WeightSet.objects.get(release=release, active=True) == gemm_only
+
+    page.goto(f"/boards/{release.pk}/H200/")
+    assert board_teams(page) == ["Green", "Blue", "Red"]  # by S_agg under gemm_fp16-only weights
+    expect(page.get_by_text(f"showing v{gemm_only.version}")).to_be_visible()
+
+    page.goto("/staff/quarantine/")
+    expect(page.locator("#quarantine tr", has_text="Violet")).to_contain_text(
+        "attainment 1.40 > 1: faster than the hardware's speed of light")
+    screenshot(page, "quarantine")
+
+    # A submission's page as the admin sees it: per-shape results and both charts drawn.
+    green = boards["submissions"]["Green"]
+    page.goto(f"/submissions/{green.pk}/")
+    expect(page.locator("#charts[data-rendered=yes]")).to_have_count(1)
+    points = page.evaluate("Chart.getChart(document.getElementById('roofline-chart'))"
+                           ".data.datasets[0].data.map(p => p.y)")
+    shapes = ShapeResult.objects.filter(job__candidate__submission=green).count()
+    assert len(points) == shapes and sorted(set(points)) == [0.5, 0.9]
+    bars = page.evaluate("Chart.getChart(document.getElementById('operator-chart'))"
+                         ".data.datasets[0].data")
+    assert sorted(b for b in bars if b) == [0.5, 0.9]
+    for canvas in ("#roofline-chart", "#operator-chart"):
+        assert canvas_painted_pixels(page, canvas) > 0, f"{canvas} is blank"
+    screenshot(page, "submission")

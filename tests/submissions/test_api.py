@@ -1,0 +1,69 @@
+"""What the team API adds for clients (the `atrex` CLI): the active score of a submission,
+and the release's DSL settings."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from evaluation.catalog import release_import
+from evaluation.models import HardwareProfile, Shape
+from leaderboard.services import rescore_submission, weight_set_from_release
+from portal.accounts.models import token_create
+from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
+from tests.conftest import FIXTURE_RELEASE
+from tests.factories import TeamFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def token_client(token: str) -> Client:
+    return Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+
+
+def test_the_submission_api_gives_the_active_score_and_whether_it_is_current() -> None:
+    release = release_import(path=FIXTURE_RELEASE).release
+    weight_set_from_release(release)
+    team = TeamFactory()
+    _, token = token_create(team=team, name="cli")
+    submission = Submission.objects.create(team=team, release=release,
+                                           hardware=HardwareProfile.objects.get(name="H200"))
+    operator = release.operators.get(name="rms_norm")
+    candidate = Candidate.objects.create(submission=submission, operator=operator,
+                                         source="class Model: pass", sha256="0" * 64)
+    job = EvaluationJob.objects.create(candidate=candidate, status="scored", attempts=1,
+                                       finished_at=timezone.now())
+    for shape in Shape.objects.filter(operator=operator):
+        ShapeResult.objects.create(job=job, attempt=1, shape=shape, status="passed",
+                                   verdict="native", attainment=0.5, raw={})
+    api = token_client(token)
+    assert api.get(f"/api/submissions/{submission.pk}/").json()["score"] is None
+
+    rescore_submission(submission)
+    score = api.get(f"/api/submissions/{submission.pk}/").json()["score"]
+    assert score["weights_version"] == 1 and score["current"] is True
+    assert score["by_operator"]["rms_norm"] == pytest.approx(0.5)
+    assert score["correctness_rate"] == 1.0 and score["ranked"] is True
+
+    # A job that ended after the score was computed: its rescore has not run yet.
+    EvaluationJob.objects.filter(pk=job.pk).update(
+        finished_at=timezone.now() + timedelta(seconds=5))
+    assert api.get(f"/api/submissions/{submission.pk}/").json()["score"]["current"] is False
+
+
+def test_releases_list_their_dsl_and_adoption_threshold() -> None:
+    release = release_import(path=FIXTURE_RELEASE).release
+    listed = Client().get("/api/releases/").json()
+    assert [(r["id"], r["dsl"], r["dsl_ratio_threshold"]) for r in listed] == [
+        (release.pk, "triton", release.dsl_ratio_threshold)]
+
+
+def test_the_schema_describes_the_score_and_the_threshold() -> None:
+    schema = Client().get("/api/schema/?format=json").json()
+    components = schema["components"]["schemas"]
+    assert {"current", "aggregate", "decode", "by_operator"} <= set(
+        components["SubmissionScoreOut"]["properties"])
+    assert "dsl_ratio_threshold" in components["ReleaseOut"]["properties"]
