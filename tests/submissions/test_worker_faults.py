@@ -133,7 +133,7 @@ def test_a_killed_worker_s_job_is_delivered_again_and_completes_once(
 def test_a_quiet_worker_s_job_is_requeued_by_the_sweeper_and_its_late_reports_ignored(
         tmp_path: Path, release: Release) -> None:
     sweeper = {"ATREX_SWEEP_INTERVAL_SECONDS": "1", "ATREX_JOB_HEARTBEAT_SECONDS": "1",
-               "ATREX_JOB_STALE_SECONDS": "6", "ATREX_JOB_MAX_ATTEMPTS": "3"}
+               "ATREX_JOB_STALE_SECONDS": "10", "ATREX_JOB_MAX_ATTEMPTS": "3"}
     eval_log = tmp_path / "eval.log"
     with results_worker(tmp_path, env=sweeper, beat_schedule=tmp_path / "beat"), \
             celery_worker("eval.H200", eval_log, name="eval") as worker:
