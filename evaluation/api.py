@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -12,6 +13,7 @@ from rest_framework.views import APIView
 
 from evaluation.models import Operator, Release
 from evaluation.selectors import bundle_zip, operators_public, public_files, releases_public
+from portal.api_schema import errors
 
 
 class ReleaseOut(serializers.Serializer):
@@ -38,7 +40,7 @@ class ReleaseListApi(APIView):
 
 
 class ReleaseOperatorsApi(APIView):
-    @extend_schema(responses=OperatorOut(many=True))
+    @extend_schema(responses={200: OperatorOut(many=True), **errors(404)})
     def get(self, request: Request, pk: int) -> Response:
         release = get_object_or_404(Release, pk=pk)
         data = [{"name": op.name, "shape_count": op.shape_count, "files": public_files(op)}
@@ -49,7 +51,9 @@ class ReleaseOperatorsApi(APIView):
 class BundleApi(APIView):
     """A zip of reference.py, input.py and shapes.json for one operator or the release."""
 
-    @extend_schema(responses={(200, "application/zip"): bytes})
+    @extend_schema(
+        parameters=[OpenApiParameter("operator", str, description="One operator's files only.")],
+        responses={(200, "application/zip"): OpenApiTypes.BINARY, **errors(404)})
     def get(self, request: Request, pk: int) -> HttpResponse:
         release = get_object_or_404(Release, pk=pk)
         name = request.query_params.get("operator")

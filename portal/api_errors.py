@@ -1,9 +1,12 @@
-"""One mapping from domain errors to HTTP: 400 for a bad upload, 429 for quota."""
+"""One mapping from domain errors to HTTP: 400 for a bad upload, 429 for quota; and a JSON
+404 for any /api/ address no route matches (clients parse errors as JSON, not HTML)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -18,3 +21,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, QuotaExceeded):
         return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
     return drf_exception_handler(exc, context)
+
+
+@csrf_exempt  # it changes nothing; an unknown address is a 404 whatever the method
+def api_not_found(request: HttpRequest, path: str = "") -> JsonResponse:
+    return JsonResponse({"detail": "Not found."}, status=status.HTTP_404_NOT_FOUND)

@@ -139,6 +139,10 @@ SPECTACULAR_SETTINGS = {
     # Swagger UI served from our own static files (the sidecar package), never a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "SERVE_INCLUDE_SCHEMA": False,  # the schema endpoint is not part of the API it describes
+    "COMPONENT_SPLIT_REQUEST": True,  # request bodies as sent: uploads are binary files
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "portal.api_schema.add_token_errors"],
 }
 
 # Celery: filesystem transport by default (folders in var/broker), Redis/RabbitMQ by URL.

@@ -1,11 +1,12 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from evaluation import api as catalog_api
 from evaluation import views as catalog_views
 from leaderboard import views as board_views
+from portal.api_errors import api_not_found
 from portal.ratelimit import limited_posts
 from submissions import api as submissions_api
 from submissions import views as submissions_views
@@ -58,4 +59,7 @@ urlpatterns = [
     path("api/quota/", submissions_api.QuotaApi.as_view(), name="api-quota"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # Last: API addresses no route above matches (e.g. /api/submissions/-1/) answer JSON. Only
+    # paths ending in a slash, so CommonMiddleware still redirects /api/quota to /api/quota/.
+    re_path(r"^api/(?P<path>[\s\S]*/)\Z", api_not_found, name="api-not-found"),
 ]

@@ -6,10 +6,10 @@ from typing import Any
 
 from django.db.models import Max
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotAuthenticated, PermissionDenied, Throttled
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 from evaluation.models import HardwareProfile, Release
 from portal.accounts.auth import is_admin, request_team
 from portal.accounts.models import Team
+from portal.api_schema import errors
 from portal.ratelimit import exceeded, limit
 from submissions.models import EvaluationJob, Submission
 from submissions.selectors import submission_detail, submission_visible, submissions_visible
@@ -43,36 +44,110 @@ class SubmissionIn(serializers.Serializer):
     notes = serializers.CharField(required=False, allow_blank=True, max_length=10000)
 
 
-SUBMISSION_OUT = inline_serializer("SubmissionOut", {
-    "id": serializers.IntegerField(), "team": serializers.CharField(),
-    "status": serializers.CharField(), "jobs": serializers.ListField(child=serializers.DictField()),
-})
-SUBMISSION_DETAIL_OUT = inline_serializer("SubmissionDetailOut", {
-    "id": serializers.IntegerField(), "team": serializers.CharField(),
-    "status": serializers.CharField(), "jobs": serializers.ListField(child=serializers.DictField()),
-    "score": inline_serializer("SubmissionScoreOut", {
-        "weights_version": serializers.IntegerField(), "ranked": serializers.BooleanField(),
-        **{name: serializers.FloatField(allow_null=True) for name in (
-            "aggregate", "unweighted_mean", "memory", "compute", "prefill", "decode")},
-        "by_operator": serializers.DictField(child=serializers.FloatField(allow_null=True)),
-        "correctness_rate": serializers.FloatField(),
-        "dsl_adoption_rate": serializers.FloatField(),
-        "computed_at": serializers.DateTimeField(),
-        "current": serializers.BooleanField(help_text="computed after every scored job ended"),
-    }, allow_null=True),
-})
+class ResultOut(serializers.Serializer):
+    """One shape's result, as submissions.selectors.job_detail gives it."""
+
+    shape_id = serializers.CharField()
+    status = serializers.CharField()
+    stage_reached = serializers.CharField()
+    failed_stage = serializers.CharField()
+    error = serializers.CharField()
+    max_abs_error = serializers.FloatField(allow_null=True)
+    max_rel_error = serializers.FloatField(allow_null=True)
+    verdict = serializers.CharField()
+    dsl_ratio = serializers.FloatField(allow_null=True)
+    median_s = serializers.FloatField(allow_null=True)
+    p10_s = serializers.FloatField(allow_null=True)
+    p90_s = serializers.FloatField(allow_null=True)
+    samples = serializers.IntegerField(allow_null=True)
+    launch_method = serializers.CharField()
+    event_median_s = serializers.FloatField(allow_null=True)
+    attainment = serializers.FloatField(allow_null=True)
+    attainment_with_floor = serializers.FloatField(allow_null=True)
+    suspicious = serializers.BooleanField()
+    # Admins also get the hidden roofline's numbers, left out of this public description.
+
+
+class JobOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    operator = serializers.CharField()
+    status = serializers.ChoiceField(choices=EvaluationJob.Status.choices)
+    attempts = serializers.IntegerField()
+    shapes_done = serializers.IntegerField()
+    shapes_total = serializers.IntegerField()
+    error = serializers.CharField()
+    source = serializers.CharField()
+    sha256 = serializers.CharField()
+    heartbeat_at = serializers.DateTimeField(allow_null=True)
+    results = ResultOut(many=True)
+
+
+class ReleaseRefOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    version = serializers.IntegerField()
+
+
+class SubmissionOut(serializers.Serializer):
+    """A submission as its team (or an admin) sees it: submissions.selectors.submission_detail."""
+
+    id = serializers.IntegerField()
+    team = serializers.CharField()
+    release = ReleaseRefOut()
+    hardware = serializers.CharField()
+    agent = serializers.CharField()
+    model = serializers.CharField()
+    output_tokens = serializers.IntegerField(allow_null=True)
+    notes = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    status = serializers.ChoiceField(choices=[*EvaluationJob.Status.values, "empty"])
+    jobs = JobOut(many=True)
+
+
+class SubmissionScoreOut(serializers.Serializer):
+    """The submission's score under the active weights (see _active_score)."""
+
+    weights_version = serializers.IntegerField()
+    ranked = serializers.BooleanField()
+    aggregate = serializers.FloatField(allow_null=True)
+    unweighted_mean = serializers.FloatField(allow_null=True)
+    memory = serializers.FloatField(allow_null=True)
+    compute = serializers.FloatField(allow_null=True)
+    prefill = serializers.FloatField(allow_null=True)
+    decode = serializers.FloatField(allow_null=True)
+    by_operator = serializers.DictField(child=serializers.FloatField(allow_null=True))
+    correctness_rate = serializers.FloatField()
+    dsl_adoption_rate = serializers.FloatField()
+    computed_at = serializers.DateTimeField()
+    current = serializers.BooleanField(help_text="computed after every scored job ended")
+
+
+class SubmissionDetailOut(SubmissionOut):
+    score = SubmissionScoreOut(allow_null=True)
+
+
+class QuotaOut(serializers.Serializer):
+    team = serializers.CharField()
+    daily_limit = serializers.IntegerField()
+    used_today = serializers.IntegerField()
+    remaining_today = serializers.IntegerField()
+    resets_at = serializers.DateTimeField()
+    concurrent_limit = serializers.IntegerField()
+    active = serializers.IntegerField()
 
 
 class SubmissionListCreateApi(APIView):
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [MultiPartParser]  # a file can only be sent as multipart/form-data
 
-    @extend_schema(responses=SUBMISSION_OUT, operation_id="submissions_list")
+    @extend_schema(responses={200: SubmissionOut(many=True), **errors(403)},
+                   operation_id="submissions_list")
     def get(self, request: Request) -> Response:
         _require_principal(request)
         submissions = submissions_visible(request).order_by("-created_at")[:100]
         return Response([submission_detail(request, s) for s in submissions])
 
-    @extend_schema(request=SubmissionIn, responses={201: SUBMISSION_OUT})
+    @extend_schema(request=SubmissionIn,
+                   responses={201: SubmissionOut, **errors(400, 403, 404)})
     def post(self, request: Request) -> Response:
         team = acting_team(request)
         wait = exceeded(limit("upload"), f"team:{team.pk}")
@@ -99,7 +174,7 @@ def _require_principal(request: Request) -> None:
 
 
 class SubmissionDetailApi(APIView):
-    @extend_schema(responses=SUBMISSION_DETAIL_OUT)
+    @extend_schema(responses={200: SubmissionDetailOut, **errors(403, 404)})
     def get(self, request: Request, pk: int) -> Response:
         _require_principal(request)
         submission = submission_visible(request, pk)
@@ -129,7 +204,7 @@ def _active_score(submission: Submission) -> dict[str, Any] | None:
 
 
 class SubmissionCancelApi(APIView):
-    @extend_schema(request=None, responses=SUBMISSION_OUT)
+    @extend_schema(request=None, responses={200: SubmissionOut, **errors(403, 404)})
     def post(self, request: Request, pk: int) -> Response:
         _require_principal(request)
         submission = submission_visible(request, pk)
@@ -139,11 +214,7 @@ class SubmissionCancelApi(APIView):
 
 
 class QuotaApi(APIView):
-    @extend_schema(responses=inline_serializer("QuotaOut", {
-        "team": serializers.CharField(), "daily_limit": serializers.IntegerField(),
-        "used_today": serializers.IntegerField(), "remaining_today": serializers.IntegerField(),
-        "resets_at": serializers.DateTimeField(), "concurrent_limit": serializers.IntegerField(),
-        "active": serializers.IntegerField()}))
+    @extend_schema(responses={200: QuotaOut, **errors(403)})
     def get(self, request: Request) -> Response:
         team = acting_team(request)
         quota = quota_status(team)

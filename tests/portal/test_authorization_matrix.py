@@ -67,6 +67,7 @@ MATRIX: list[tuple[str, str, str, dict[str, int]]] = [
      {"anonymous": 401, "member": 200, "other": 200, "staff": 403, "superuser": 403}),
     ("api-schema", "GET", "/api/schema/", PUBLIC),
     ("api-docs", "GET", "/api/docs/", PUBLIC),
+    ("api-not-found", "GET", "/api/submissions/-1/", dict.fromkeys(ROLES, 404)),
 ]
 
 

@@ -1,0 +1,42 @@
+"""Error answers in the OpenAPI schema: one body shape, named per status code.
+
+Views list the errors they raise themselves (`errors(400, 404)`); the answers every operation
+can give because every request goes through the team-token authentication (401 for a bad
+token, 429 for too many bad tokens from one address) are added by a post-processing hook.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse
+
+ERROR = {"type": "object", "properties": {"detail": {"type": "string"}}, "required": ["detail"]}
+# DRF's validation errors name the fields: {"file": ["..."], "release": ["..."]}.
+VALIDATION_ERROR = {"type": "object", "properties": {"detail": {"type": "string"}},
+                    "additionalProperties": {"type": "array", "items": {"type": "string"}}}
+WHY = {
+    400: "The request is malformed or the upload is rejected; the body says why.",
+    401: "No credentials, or an invalid or revoked team token.",
+    403: "Signed in, but not a member of any team.",
+    404: "No such object, or not yours to see.",
+    429: "Over a rate limit or quota; Retry-After says when to try again.",
+}
+
+
+def errors(*codes: int) -> dict[int, OpenApiResponse]:
+    return {code: OpenApiResponse(VALIDATION_ERROR if code == 400 else ERROR, description=WHY[code])
+            for code in codes}
+
+
+def add_token_errors(result: dict[str, Any], generator: Any, request: Any,
+                     public: bool) -> dict[str, Any]:
+    """drf-spectacular post-processing hook: 401 and 429 on every operation."""
+    for item in result.get("paths", {}).values():
+        for operation in item.values():
+            responses = operation.setdefault("responses", {})
+            for code in (401, 429):
+                responses.setdefault(str(code), {
+                    "description": WHY[code],
+                    "content": {"application/json": {"schema": ERROR}}})
+    return result

@@ -1,0 +1,187 @@
+"""CSRF: every form and htmx POST is refused without the page's token and accepted with it.
+
+The client enforces CSRF checks as a browser session would (Django's test client skips them
+by default). Forms carry the token as `csrfmiddlewaretoken`; htmx sends it in the X-CSRFToken
+header that base.html sets with `hx-headers` on <body>.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from evaluation.catalog import release_import
+from evaluation.models import HardwareProfile, Shape
+from leaderboard.models import BoardFreeze, WeightSet
+from leaderboard.services import weight_set_create, weight_set_from_release
+from portal.accounts.models import ApiToken, token_create
+from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
+from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.factories import TeamFactory, UserFactory, member_of
+
+pytestmark = pytest.mark.django_db
+HONEST = (SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes()
+PASSWORD = "correct horse battery"  # tests.factories.UserFactory's
+
+
+@pytest.fixture
+def world() -> Iterator[dict[str, Any]]:
+    release = release_import(path=FIXTURE_RELEASE).release
+    weight_set_from_release(release)
+    weight_set_create(release=release, weights={"rms_norm": 1}, source="manual")  # v2, inactive
+    red = TeamFactory(name="Red")
+    alice = member_of(red, "alice")
+    submission = Submission.objects.create(team=red, release=release,
+                                           hardware=HardwareProfile.objects.get(name="H200"))
+    operator = release.operators.get(name="rms_norm")
+    candidate = Candidate.objects.create(submission=submission, operator=operator,
+                                         source="class Model: pass", sha256="0" * 64)
+    job = EvaluationJob.objects.create(candidate=candidate, status="running", attempts=1)
+    suspicious = ShapeResult.objects.create(job=job, attempt=1, status="passed",
+                                            shape=Shape.objects.filter(operator=operator).first(),
+                                            attainment=1.7, suspicious=True, raw={})
+    token, _ = token_create(team=red, name="laptop", created_by=alice)
+    with mock.patch("submissions.services.current_app.send_task"):  # uploads, rescoring
+        yield {"release": release.pk, "submission": submission.pk, "job": job.pk,
+               "result": suspicious.pk, "token": token.pk, "alice": alice,
+               "staff": UserFactory(username="staff", is_staff=True, is_superuser=True)}
+
+
+@dataclass(frozen=True)
+class Post:
+    who: str  # "alice", "staff" or "anonymous"
+    page: str  # where the form (or htmx button) is
+    url: str  # where it posts
+    data: Callable[[dict[str, Any]], dict[str, Any]]
+    done: Callable[[dict[str, Any]], bool]  # the post's effect is there
+    htmx: bool = False
+
+
+def _upload(world: dict[str, Any]) -> dict[str, Any]:
+    file = io.BytesIO(HONEST)
+    file.name = "rms_norm.py"
+    return {"file": file, "release": world["release"], "hardware": "H200"}
+
+
+POSTS = {
+    "sign in": Post("anonymous", "/accounts/login/", "/accounts/login/",
+                    lambda w: {"username": "alice", "password": PASSWORD},
+                    lambda w: False),  # checked on the response: see _accepted
+    "sign out": Post("alice", "/team/", "/accounts/logout/", lambda w: {}, lambda w: False),
+    "create token": Post("alice", "/team/", "/team/", lambda w: {"token_name": "ci"},
+                         lambda w: ApiToken.objects.filter(name="ci").exists()),
+    "revoke token": Post("alice", "/team/", "/team/", lambda w: {"revoke": w["token"]},
+                         lambda w: ApiToken.objects.get(pk=w["token"]).revoked_at is not None),
+    "upload": Post("alice", "/submit/", "/submit/", _upload,
+                   lambda w: Submission.objects.count() == 2),
+    "board freeze": Post("staff", "/boards/{release}/H200/", "/staff/boards/{release}/H200/freeze/",
+                         lambda w: {"action": "freeze"}, lambda w: BoardFreeze.objects.exists()),
+    "weight activation": Post("staff", "/staff/releases/{release}/weights/",
+                              "/staff/releases/{release}/weights/", lambda w: {"activate": "2"},
+                              lambda w: WeightSet.objects.get(version=2).active),
+    "weight creation": Post("staff", "/staff/releases/{release}/weights/",
+                            "/staff/releases/{release}/weights/",
+                            lambda w: {"w_rms_norm": "2", "note": "csrf"},
+                            lambda w: WeightSet.objects.filter(note="csrf").exists()),
+    "quarantine review": Post("staff", "/staff/quarantine/", "/staff/quarantine/",
+                              lambda w: {"result": w["result"], "decision": "accept"},
+                              lambda w: not ShapeResult.objects.get(pk=w["result"]).suspicious),
+    "htmx cancel": Post("alice", "/submissions/{submission}/",
+                        "/api/submissions/{submission}/cancel/", lambda w: {},
+                        lambda w: EvaluationJob.objects.get(pk=w["job"]).status == "cancelled",
+                        htmx=True),
+}
+
+
+def browser(world: dict[str, Any], who: str) -> Client:
+    client = Client(enforce_csrf_checks=True)
+    if who != "anonymous":
+        client.force_login(world[who])
+    return client
+
+
+def _form_token(html: str) -> str:
+    found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html)
+    assert found, "the page has no form with a CSRF token"
+    return found.group(1)
+
+
+def _htmx_token(html: str) -> str:
+    found = re.search(r"<body hx-headers='([^']+)'>", html)
+    assert found, "the page does not give htmx a CSRF header"
+    headers = json.loads(found.group(1))
+    assert set(headers) == {"X-CSRFToken"}
+    return str(headers["X-CSRFToken"])
+
+
+def _send(client: Client, post: Post, world: dict[str, Any], token: str | None) -> Any:
+    url = post.url.format(**world)
+    data = post.data(world)
+    if post.htmx:
+        headers = {"HX-Request": "true"} | ({"X-CSRFToken": token} if token else {})
+        return client.post(url, data, headers=headers)
+    return client.post(url, data | ({"csrfmiddlewaretoken": token} if token else {}))
+
+
+def _accepted(name: str, response: Any, client: Client, post: Post, world: dict[str, Any]) -> bool:
+    if name == "sign in":
+        return response.status_code == 302 and "_auth_user_id" in client.session
+    if name == "sign out":
+        return response.status_code == 302 and "_auth_user_id" not in client.session
+    return response.status_code in (200, 302) and post.done(world)
+
+
+@pytest.mark.parametrize("name", sorted(POSTS))
+def test_a_post_without_the_csrf_token_is_refused_and_changes_nothing(
+        world: dict[str, Any], name: str) -> None:
+    post = POSTS[name]
+    client = browser(world, post.who)
+    assert client.get(post.page.format(**world)).status_code == 200  # the cookie is set
+    response = _send(client, post, world, token=None)
+    assert response.status_code == 403
+    assert not _accepted(name, response, client, post, world)
+    if post.who != "anonymous":
+        assert "_auth_user_id" in client.session  # still signed in
+
+
+@pytest.mark.parametrize("name", sorted(POSTS))
+def test_the_same_post_with_the_pages_csrf_token_is_accepted(world: dict[str, Any],
+                                                              name: str) -> None:
+    post = POSTS[name]
+    client = browser(world, post.who)
+    page = client.get(post.page.format(**world)).content.decode()
+    token = _htmx_token(page) if post.htmx else _form_token(page)
+    response = _send(client, post, world, token)
+    assert _accepted(name, response, client, post, world), (response.status_code,
+                                                            response.content[:300])
+
+
+def test_a_token_from_another_session_is_refused(world: dict[str, Any]) -> None:
+    stolen = _form_token(browser(world, "alice").get("/team/").content.decode())
+    victim = browser(world, "alice")
+    victim.get("/team/")
+    response = victim.post("/team/", {"token_name": "evil", "csrfmiddlewaretoken": stolen})
+    assert response.status_code == 403 and not ApiToken.objects.filter(name="evil").exists()
+
+
+def test_the_htmx_cancel_button_posts_where_the_test_does(world: dict[str, Any]) -> None:
+    page = browser(world, "alice").get(f"/submissions/{world['submission']}/").content.decode()
+    assert f'hx-post="/api/submissions/{world["submission"]}/cancel/"' in page
+    assert settings.CSRF_HEADER_NAME == "HTTP_X_CSRFTOKEN"  # the header hx-headers names
+
+
+def test_api_calls_with_a_team_token_need_no_csrf_token(world: dict[str, Any]) -> None:
+    """A bearer token is not sent by browsers on their own, so there is nothing to forge."""
+    _, raw = token_create(team=world["alice"].teams.get(), name="ci")
+    client = Client(enforce_csrf_checks=True, HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert client.post(f"/api/submissions/{world['submission']}/cancel/").status_code == 200
+    assert EvaluationJob.objects.get(pk=world["job"]).status == "cancelled"
