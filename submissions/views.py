@@ -6,6 +6,7 @@ from typing import Any
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -31,6 +32,14 @@ from submissions.services import (
 from submissions.upload import UploadRejected
 
 
+def _posted_id(request: HttpRequest, name: str) -> int:
+    """A row id from a form: 400 for anything but digits (a lookup by "abc" would be a 500)."""
+    value = request.POST.get(name, "")
+    if not (value.isascii() and value.isdigit()):
+        raise BadRequest(f"{name}: expected a number")
+    return int(value)
+
+
 def _team_or_404(request: HttpRequest) -> Team:
     team = request_team(request)
     if team is None:
@@ -45,7 +54,7 @@ def team_page(request: HttpRequest) -> HttpResponse:
     new_token = None
     if request.method == "POST":
         if "revoke" in request.POST:
-            ApiToken.objects.filter(team=team, pk=request.POST["revoke"]).update(
+            ApiToken.objects.filter(team=team, pk=_posted_id(request, "revoke")).update(
                 revoked_at=timezone.now())
         elif request.POST.get("token_name"):
             _, new_token = token_create(team=team, name=request.POST["token_name"][:100],
@@ -75,7 +84,7 @@ def upload_page(request: HttpRequest) -> HttpResponse:
         try:
             if upload is None:
                 raise UploadRejected("choose a .py, .zip or .tar.gz file to upload")
-            release = get_object_or_404(Release, pk=request.POST.get("release"))
+            release = get_object_or_404(Release, pk=_posted_id(request, "release"))
             hardware = get_object_or_404(HardwareProfile, name=request.POST.get("hardware"))
             tokens = request.POST.get("output_tokens") or None
             submission = submission_create(
@@ -118,7 +127,7 @@ def quarantine_page(request: HttpRequest) -> HttpResponse:
     (audited; the submission is rescored and ranked again once none is left)."""
     if request.method == "POST":
         result = get_object_or_404(ShapeResult.objects.select_related("job__candidate"),
-                                   pk=request.POST.get("result"), suspicious=True)
+                                   pk=_posted_id(request, "result"), suspicious=True)
         shape_result_review(result=result, accept=request.POST.get("decision") == "accept",
                             actor=request.user)
         return redirect("quarantine")
