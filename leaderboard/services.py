@@ -24,6 +24,7 @@ from leaderboard.scoring import (
     regime,
     summarise,
 )
+from portal import derived_cache
 from portal.audit.models import audit
 from submissions.models import ShapeResult, Submission
 
@@ -107,6 +108,7 @@ def rescore_weight_set(weight_set: WeightSet) -> int:
             for pk, hardware_id in on.items()]
     SubmissionScore.objects.filter(weight_set=weight_set).delete()
     SubmissionScore.objects.bulk_create(rows, batch_size=2000)
+    derived_cache.changed(derived_cache.BOARDS)
     return len(rows)
 
 
@@ -121,6 +123,7 @@ def rescore_submission(submission: Submission) -> None:
             SubmissionScore.objects.update_or_create(
                 submission=submission, weight_set=weight_set,
                 defaults={f: getattr(row, f) for f in _SCORE_FIELDS})
+        derived_cache.changed(derived_cache.BOARDS)
 
 
 def summaries_rebuild(release: Release, submissions: Iterable[Submission] | None = None,
@@ -278,6 +281,7 @@ def board_freeze_set(*, release: Release, hardware: HardwareProfile, actor: Any)
             release=release, hardware=hardware,
             defaults={"frozen_at": timezone.now(), "frozen_by": _user(actor)})
         if created:
+            derived_cache.changed(derived_cache.BOARDS)
             audit(actor=actor, action="board.freeze", target=f"board:{release}/{hardware}",
                   before={"frozen_at": None}, after={"frozen_at": freeze.frozen_at.isoformat()})
     return freeze
@@ -289,6 +293,7 @@ def board_unfreeze(*, release: Release, hardware: HardwareProfile, actor: Any) -
                   .filter(release=release, hardware=hardware).first())
         if freeze is not None:
             freeze.delete()
+            derived_cache.changed(derived_cache.BOARDS)
             audit(actor=actor, action="board.unfreeze", target=f"board:{release}/{hardware}",
                   before={"frozen_at": freeze.frozen_at.isoformat()}, after={"frozen_at": None})
 

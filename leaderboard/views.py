@@ -6,13 +6,15 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.paginator import Paginator
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import floatformat
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_http_methods, require_POST
 
 from evaluation.models import HardwareProfile, Release
@@ -38,10 +40,38 @@ from leaderboard.services import (
     weight_set_activate,
     weight_set_create,
 )
+from portal import derived_cache
 from submissions.models import ShapeResult
 from submissions.selectors import submission_visible
 
 PAGE_SIZE = 50  # rows per board page; the JSON and CSV exports carry every row
+# Boards are cached (portal/derived_cache.py): every write that changes one drops them at
+# once; where the cache is per process (embedded default) a board lags a worker's rescore by
+# at most this long.
+BOARD_CACHE_S = 10
+
+
+class Cell(NamedTuple):
+    """One board cell, formatted once in Python: the template only places it."""
+
+    text: str
+    num: bool
+    badges: list[tuple[str, str]]  # (css class, label)
+
+
+def _cells(row: dict[str, Any], baseline: bool = False) -> list[Cell]:
+    cells = []
+    for column in COLUMNS:
+        value, num = row.get(column), column in NUMBER_COLUMNS
+        if column == "badges":
+            cells.append(Cell("", num, [("baseline" if baseline else b, b) for b in value or ()]))
+        elif column == "submission":
+            cells.append(Cell(f"#{value}" if value else "", num, []))
+        elif value is None:
+            cells.append(Cell("–", num, []))
+        else:
+            cells.append(Cell(floatformat(value, 3) if num else str(value), num, []))
+    return cells
 
 
 def _board(request: HttpRequest, pk: int, hardware: str,
@@ -51,35 +81,57 @@ def _board(request: HttpRequest, pk: int, hardware: str,
     profile = get_object_or_404(HardwareProfile, name=hardware)
     weight_set = weight_set_for(release, request.GET.get("weights"))
     board = request.GET.get("board", board)
-    rows = board_rows(release=release, hardware=profile, weight_set=weight_set,
-                      all_submissions=request.GET.get("all") == "1",
-                      sort=request.GET.get("sort", board), board=board)
+    all_submissions = request.GET.get("all") == "1"
+    sort = request.GET.get("sort", board)
+    sort = sort if sort in NUMBER_COLUMNS else board  # any other value sorts by the board
+
+    def compute() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        return (board_rows(release=release, hardware=profile, weight_set=weight_set,
+                           all_submissions=all_submissions, sort=sort, board=board),
+                baseline_rows(release=release, hardware=profile, weight_set=weight_set))
+
+    key = f"{release.pk}:{profile.pk}:{weight_set.pk}:{board}:{int(all_submissions)}:{sort}"
+    rows, baselines = derived_cache.remember(derived_cache.BOARDS, f"board:{key}", compute,
+                                             BOARD_CACHE_S)
     return {"release": release, "hardware": profile, "weight_set": weight_set, "board": board,
-            "rows": rows, "freeze": board_freeze(release, profile),
-            "baselines": baseline_rows(release=release, hardware=profile,
-                                       weight_set=weight_set)}
+            "rows": rows, "freeze": board_freeze(release, profile), "baselines": baselines,
+            "cache_key": key}
 
 
 def board_page(request: HttpRequest, pk: int, hardware: str,
                board: str = "aggregate") -> HttpResponse:
     data = _board(request, pk, hardware, board)
-    page = Paginator(data.pop("rows"), PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = data.pop("rows")
     release = data["release"]
     query = request.GET.copy()  # what sorting and paging links keep
     query.pop("page", None)
     query.pop("sort", None)
+    sort = request.GET.get("sort", data["board"])
+    page_number = request.GET.get("page")
+
+    def table() -> str:
+        """The table and pager: the same for every visitor, so rendered once per version."""
+        page = Paginator(rows, PAGE_SIZE).get_page(page_number)
+        return render_to_string("leaderboard/board.html#table", {
+            "page": page, "table": [_cells(row) for row in page.object_list],
+            "baseline_table": [_cells(row, baseline=True) for row in data["baselines"]],
+            "columns": COLUMNS, "number_columns": NUMBER_COLUMNS, "sort": sort,
+            "query": query.urlencode()})
+
+    table_html = derived_cache.remember(
+        derived_cache.BOARDS, f"table:{data['cache_key']}:{page_number}:{sort}:"
+        f"{query.urlencode()}", table, BOARD_CACHE_S)
     # Sorting and paging swap the table; boosted links (other boards, weights, all/best per
     # team) swap the whole body, so they get the full page.
-    partial = request.htmx and not request.htmx.boosted
-    template = "leaderboard/board.html" + ("#table" if partial else "")
-    response = render(request, template, {
-        **data, "page": page, "rows": page.object_list, "boards": BOARDS,
-        "board_title": BOARDS[data["board"]],
-        "operators": release.operators.order_by("name").values_list("name", flat=True),
-        "columns": COLUMNS, "number_columns": NUMBER_COLUMNS,
-        "versions": release.weight_sets.order_by("-version"),
-        "sort": request.GET.get("sort", data["board"]), "query": query.urlencode(),
-        "show_all": request.GET.get("all") == "1"})
+    if request.htmx and not request.htmx.boosted:
+        response = HttpResponse(table_html)
+    else:
+        response = render(request, "leaderboard/board.html", {
+            **data, "table_html": table_html, "boards": BOARDS,
+            "board_title": BOARDS[data["board"]],
+            "operators": release.operators.order_by("name").values_list("name", flat=True),
+            "versions": release.weight_sets.order_by("-version"), "query": query.urlencode(),
+            "show_all": request.GET.get("all") == "1"})
     response["Vary"] = "HX-Request"
     return response
 
@@ -129,9 +181,11 @@ def _operator_board(request: HttpRequest, pk: int, hardware: str,
     profile = get_object_or_404(HardwareProfile, name=hardware)
     get_object_or_404(release.operators, name=operator)
     weight_set = weight_set_for(release, request.GET.get("weights"))
-    return {"release": release, "hardware": profile, "weight_set": weight_set,
-            **operator_board(release=release, hardware=profile, weight_set=weight_set,
-                             operator=operator)}
+    board = derived_cache.remember(
+        derived_cache.BOARDS, f"operator:{release.pk}:{profile.pk}:{weight_set.pk}:{operator}",
+        lambda: operator_board(release=release, hardware=profile, weight_set=weight_set,
+                               operator=operator), BOARD_CACHE_S)
+    return {"release": release, "hardware": profile, "weight_set": weight_set, **board}
 
 
 OPERATOR_COLUMNS = ("rank", "team", "submission", "score", "date")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.http import Http404
 
 from portal.accounts.auth import is_admin, request_team
@@ -35,8 +35,14 @@ def submission_visible(request: Any, pk: int) -> Submission:
 
 def submission_detail(request: Any, submission: Submission) -> dict[str, Any]:
     admin = is_admin(request)
-    jobs = (EvaluationJob.objects.filter(candidate__submission=submission)
-            .select_related("candidate__operator").order_by("candidate__operator__name"))
+    jobs = list(EvaluationJob.objects.filter(candidate__submission=submission)
+                .select_related("candidate__operator").order_by("candidate__operator__name"))
+    # Every job's latest-attempt results in one query, not one query per job.
+    results: dict[int, list[ShapeResult]] = {job.pk: [] for job in jobs}
+    for result in (ShapeResult.objects
+                   .filter(job__candidate__submission=submission, attempt=F("job__attempts"))
+                   .select_related("shape").order_by("shape__position")):
+        results[result.job_id].append(result)
     return {
         "id": submission.pk, "team": submission.team.name,
         "release": {"id": submission.release_id, "name": submission.release.name,
@@ -45,7 +51,7 @@ def submission_detail(request: Any, submission: Submission) -> dict[str, Any]:
         "model": submission.model_name, "output_tokens": submission.output_tokens,
         "notes": submission.notes, "created_at": submission.created_at.isoformat(),
         "status": submission_status(jobs),
-        "jobs": [job_detail(job, admin) for job in jobs],
+        "jobs": [job_detail(job, admin, results[job.pk]) for job in jobs],
     }
 
 
@@ -58,10 +64,9 @@ def submission_status(jobs: Any) -> str:
                                                     next(iter(statuses), "empty"))
 
 
-def job_detail(job: EvaluationJob, admin: bool) -> dict[str, Any]:
+def job_detail(job: EvaluationJob, admin: bool, results: list[ShapeResult]) -> dict[str, Any]:
+    """A job and its results (those of its latest attempt, in shape order)."""
     fields = PUBLIC_RESULT_FIELDS + (ADMIN_RESULT_FIELDS if admin else ())
-    results = (ShapeResult.objects.filter(job=job, attempt=job.attempts).select_related("shape")
-               .order_by("shape__position"))
     return {
         "id": job.pk, "operator": job.candidate.operator.name, "status": job.status,
         "attempts": job.attempts, "shapes_done": job.shapes_done, "shapes_total": job.shapes_total,

@@ -2,6 +2,7 @@ from typing import Any
 
 from django.contrib import admin
 
+from portal import derived_cache
 from portal.audit.models import audit
 
 from .models import ApiToken, Membership, Team
@@ -12,6 +13,7 @@ def _set_hidden(request: Any, queryset: Any, hidden: bool) -> None:
         audit(actor=request.user, action="team.hide" if hidden else "team.show",
               target=f"team:{team.slug}", before={"hidden": team.hidden}, after={"hidden": hidden})
     queryset.update(hidden=hidden)
+    derived_cache.changed(derived_cache.BOARDS)
 
 
 @admin.action(description="Hide from public boards")
