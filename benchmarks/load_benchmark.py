@@ -101,6 +101,10 @@ def main() -> int:
     django.setup()
     from django.core.management import call_command
 
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    print(f"machine: {os.cpu_count()} cores, load average {' '.join(load)} before the run "
+          f"(other processes share it); {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+          flush=True)
     try:
         if not args.reuse:
             call_command("migrate", verbosity=0)
@@ -329,35 +333,6 @@ async def drive(url: str, world: World, args: argparse.Namespace, server_pid: in
     return report
 
 
-# --- where the CPU went -------------------------------------------------------------------------
-
-def _ticks(pid: int) -> int:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0
-    return int(fields[11]) + int(fields[12])  # utime + stime
-
-
-def cpu_snapshot(server_pid: int, args: argparse.Namespace) -> dict[str, int]:
-    """CPU ticks so far of the gunicorn workers, this database's PostgreSQL backends, this
-    script (the load generator) and the whole machine (every core, every process)."""
-    children = Path(f"/proc/{server_pid}/task/{server_pid}/children")
-    workers = [int(p) for p in children.read_text().split()] if children.exists() else []
-    with psycopg.connect(f"{args.server}/postgres", autocommit=True) as admin:
-        backends = [row[0] for row in admin.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = %s", (args.database,))]
-    machine = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-    return {"gunicorn": sum(map(_ticks, [server_pid, *workers])),
-            "postgres": sum(map(_ticks, backends)), "load generator": _ticks(os.getpid()),
-            "machine busy": sum(machine) - machine[3] - machine[4], "machine": sum(machine)}
-
-
-def cpu_used(before: dict[str, int], after: dict[str, int]) -> dict[str, float]:
-    hz = os.sysconf("SC_CLK_TCK")
-    return {k: (after[k] - before[k]) / hz for k in after}
-
-
 async def run_users(client: httpx.AsyncClient, world: World, args: argparse.Namespace,
                     report: Report, seconds: float, seed: int) -> None:
     deadline = time.perf_counter() + seconds
@@ -428,6 +403,41 @@ async def timed(report: Report, kind: str, request: Any, expect: int) -> httpx.R
     return response
 
 
+# --- where the CPU went -------------------------------------------------------------------------
+
+def _ticks(pid: int) -> int:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def cpu_snapshot(server_pid: int, args: argparse.Namespace) -> dict[str, dict[int, int]]:
+    """CPU ticks so far, per process: the gunicorn workers, this database's PostgreSQL
+    backends, this script (the load generator); and the whole machine (pid 0: all cores)."""
+    children = Path(f"/proc/{server_pid}/task/{server_pid}/children")
+    workers = [int(p) for p in children.read_text().split()] if children.exists() else []
+    with psycopg.connect(f"{args.server}/postgres", autocommit=True) as admin:
+        backends = [row[0] for row in admin.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s", (args.database,))]
+    machine = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    return {"gunicorn": {pid: _ticks(pid) for pid in [server_pid, *workers]},
+            "postgres": {pid: _ticks(pid) for pid in backends},
+            "load generator": {0: _ticks(os.getpid())},
+            "machine busy": {0: sum(machine) - machine[3] - machine[4]},
+            "machine": {0: sum(machine)}}
+
+
+def cpu_used(before: dict[str, dict[int, int]],
+             after: dict[str, dict[int, int]]) -> dict[str, float]:
+    """Seconds of CPU per group between the snapshots (processes gone by the end not counted:
+    a PostgreSQL backend whose connection was recycled takes its ticks with it)."""
+    hz = os.sysconf("SC_CLK_TCK")
+    return {group: sum(t - before[group].get(pid, 0) for pid, t in ticks.items()) / hz
+            for group, ticks in after.items()}
+
+
 # --- results ----------------------------------------------------------------------------------
 
 def percentile(sorted_times: list[float], q: float) -> float:
@@ -473,7 +483,7 @@ def print_report(report: Report, args: argparse.Namespace) -> None:
         seconds = cpu["machine"] / cores
         print(f"CPU over the measured {report.measured_s:.0f} s ({cores} cores): machine busy "
               f"{cpu['machine busy'] / seconds:.2f} cores, of which gunicorn "
-              f"{cpu['gunicorn'] / seconds:.2f}, PostgreSQL (this database) "
+              f"{cpu['gunicorn'] / seconds:.2f}, PostgreSQL backends of this database "
               f"{cpu['postgres'] / seconds:.2f}, load generator "
               f"{cpu['load generator'] / seconds:.2f}; requests served "
               f"{sum(len(t) for t in report.times.values())}, gunicorn CPU per request "
