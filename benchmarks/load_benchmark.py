@@ -372,7 +372,7 @@ async def reader(client: httpx.AsyncClient, world: World, index: int, think: flo
     while time.perf_counter() < deadline:
         kind, path, headers = reader_request(world, index, rng)
         await timed(report, kind, client.get(path, headers=headers), expect=200)
-        await asyncio.sleep(rng.uniform(0.5, 1.5) * think)
+        await think_time(rng, think, deadline)
 
 
 async def uploader(client: httpx.AsyncClient, token: str, release: int, think: float,
@@ -387,7 +387,13 @@ async def uploader(client: httpx.AsyncClient, token: str, release: int, think: f
         response = await timed(report, "upload", request, expect=201)
         if response is not None and response.status_code == 201:
             report.accepted.append(int(response.json()["id"]))
-        await asyncio.sleep(rng.uniform(0.5, 1.5) * think)
+        await think_time(rng, think, deadline)
+
+
+async def think_time(rng: random.Random, think: float, deadline: float) -> None:
+    """A user's pause between requests; none past the end of the run."""
+    await asyncio.sleep(max(0.0, min(rng.uniform(0.5, 1.5) * think,
+                                     deadline - time.perf_counter())))
 
 
 async def timed(report: Report, kind: str, request: Any, expect: int) -> httpx.Response | None:
