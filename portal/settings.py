@@ -143,6 +143,9 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,  # request bodies as sent: uploads are binary files
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "portal.api_schema.add_token_errors"],
+    # Jobs and submissions both have a "status"; their enums get names of their own.
+    "ENUM_NAME_OVERRIDES": {"JobStatusEnum": "submissions.models.EvaluationJob.Status",
+                            "SubmissionStatusEnum": "submissions.api.SUBMISSION_STATUSES"},
 }
 
 # Celery: filesystem transport by default (folders in var/broker), Redis/RabbitMQ by URL.

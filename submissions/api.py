@@ -44,6 +44,10 @@ class SubmissionIn(serializers.Serializer):
     notes = serializers.CharField(required=False, allow_blank=True, max_length=10000)
 
 
+# A submission's status summarises its jobs' (submissions.selectors.submission_status).
+SUBMISSION_STATUSES = [*EvaluationJob.Status.values, "empty"]
+
+
 class ResultOut(serializers.Serializer):
     """One shape's result, as submissions.selectors.job_detail gives it."""
 
@@ -100,7 +104,7 @@ class SubmissionOut(serializers.Serializer):
     output_tokens = serializers.IntegerField(allow_null=True)
     notes = serializers.CharField()
     created_at = serializers.DateTimeField()
-    status = serializers.ChoiceField(choices=[*EvaluationJob.Status.values, "empty"])
+    status = serializers.ChoiceField(choices=SUBMISSION_STATUSES)
     jobs = JobOut(many=True)
 
 
