@@ -37,12 +37,14 @@ def submission_detail(request: Any, submission: Submission) -> dict[str, Any]:
     admin = is_admin(request)
     jobs = list(EvaluationJob.objects.filter(candidate__submission=submission)
                 .select_related("candidate__operator").order_by("candidate__operator__name"))
-    # Every job's latest-attempt results in one query, not one query per job.
-    results: dict[int, list[ShapeResult]] = {job.pk: [] for job in jobs}
-    for result in (ShapeResult.objects
-                   .filter(job__candidate__submission=submission, attempt=F("job__attempts"))
-                   .select_related("shape").order_by("shape__position")):
-        results[result.job_id].append(result)
+    # Every job's latest-attempt results in one query of plain rows (a submission can hold
+    # hundreds), not one query of model instances per job.
+    fields = PUBLIC_RESULT_FIELDS + (ADMIN_RESULT_FIELDS if admin else ())
+    results: dict[int, list[dict[str, Any]]] = {job.pk: [] for job in jobs}
+    for row in (ShapeResult.objects
+                .filter(job__candidate__submission=submission, attempt=F("job__attempts"))
+                .order_by("shape__position").values_list("job_id", "shape__shape_id", *fields)):
+        results[row[0]].append({"shape_id": row[1], **dict(zip(fields, row[2:], strict=True))})
     return {
         "id": submission.pk, "team": submission.team.name,
         "release": {"id": submission.release_id, "name": submission.release.name,
@@ -51,7 +53,7 @@ def submission_detail(request: Any, submission: Submission) -> dict[str, Any]:
         "model": submission.model_name, "output_tokens": submission.output_tokens,
         "notes": submission.notes, "created_at": submission.created_at.isoformat(),
         "status": submission_status(jobs),
-        "jobs": [job_detail(job, admin, results[job.pk]) for job in jobs],
+        "jobs": [job_detail(job, results[job.pk]) for job in jobs],
     }
 
 
@@ -64,16 +66,14 @@ def submission_status(jobs: Any) -> str:
                                                     next(iter(statuses), "empty"))
 
 
-def job_detail(job: EvaluationJob, admin: bool, results: list[ShapeResult]) -> dict[str, Any]:
+def job_detail(job: EvaluationJob, results: list[dict[str, Any]]) -> dict[str, Any]:
     """A job and its results (those of its latest attempt, in shape order)."""
-    fields = PUBLIC_RESULT_FIELDS + (ADMIN_RESULT_FIELDS if admin else ())
     return {
         "id": job.pk, "operator": job.candidate.operator.name, "status": job.status,
         "attempts": job.attempts, "shapes_done": job.shapes_done, "shapes_total": job.shapes_total,
         "error": job.error, "source": job.candidate.source, "sha256": job.candidate.sha256,
         "heartbeat_at": job.heartbeat_at.isoformat() if job.heartbeat_at else None,
-        "results": [{"shape_id": r.shape.shape_id, **{f: getattr(r, f) for f in fields}}
-                    for r in results],
+        "results": results,
     }
 
 
