@@ -5,7 +5,7 @@ token and once anonymous; no response may be a 5xx, and every response must matc
 (status code, content type, body). The number of examples is bounded (ATREX_FUZZ_EXAMPLES, default 25
 per operation and credential) and the run derandomized, so CI stays fast and a failure
 reproduces. Rate limits and quotas are raised for the test, so no 429 depends on timing, and
-accepted uploads are stored but not sent to a broker.
+accepted uploads and cancels are stored but not sent to a broker.
 """
 
 from __future__ import annotations
@@ -66,8 +66,10 @@ def fuzz_world(transactional_db: None, settings: Any) -> Iterator[dict[str, Any]
         ShapeResult.objects.create(job=job, attempt=1, shape=shape, status="passed",
                                    verdict="native", dsl_ratio=1.0, raw={})
     _, token = token_create(team=team, name="fuzz", created_by=alice)
-    # Accepted uploads are stored, never sent to a broker (no broker files, no queue traffic).
-    with mock.patch("submissions.services.current_app.send_task"):
+    # Accepted uploads are stored and cancels recorded, but nothing reaches a broker (no
+    # broker files, no queue traffic): jobs are not sent, stop messages not published.
+    with mock.patch("submissions.services.current_app"), \
+            mock.patch("submissions.services.publish_stop"):
         yield {"release": release.pk, "submission": submission.pk, "token": token}
 
 
