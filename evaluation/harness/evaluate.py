@@ -174,6 +174,7 @@ class _ShapeRun:
         self.stage = "compile"
         self.seeds = _SeedSource(job.seed, shape_id)
         self.init_seed = self.seeds.draw()
+        self._reference_model: torch.nn.Module | None = None
         self.base = {"shape_id": shape_id, "init_kwargs": dict(self.spec.init_kwargs),
                      "input_kwargs": dict(self.spec.input_kwargs), "init_seed": self.init_seed}
 
@@ -196,6 +197,13 @@ class _ShapeRun:
         self.result.seconds = time.perf_counter() - started
         return self.result
 
+    def _reference(self) -> torch.nn.Module:
+        """The trusted reference for this shape, built once (same seed as the candidate's)."""
+        if self._reference_model is None:
+            self._reference_model = make_model(self.trusted.reference_class,
+                                               self.spec.init_kwargs, self.init_seed, self.device)
+        return self._reference_model
+
     def _timed(self, stage: str, run: Callable[[], Any]) -> Any:
         started = time.perf_counter()
         try:
@@ -207,8 +215,7 @@ class _ShapeRun:
 
     def _correctness(self) -> bool:
         seeds = [self.seeds.draw() for _ in range(self.settings.trials)]
-        reference = make_model(self.trusted.reference_class, self.spec.init_kwargs,
-                               self.init_seed, self.device)
+        reference = self._reference()
         failures: list[Comparison] = []
         worst: list[Comparison] = []
 
@@ -321,8 +328,7 @@ class _ShapeRun:
         if not isinstance(call, dict):
             raise CandidateError("adoption", "the result channel sent no output of the "
                                              "recorded call")
-        reference = make_model(self.trusted.reference_class, self.spec.init_kwargs,
-                               self.init_seed, self.device)
+        reference = self._reference()
         check = self._check_trial(reference, seed, call)
         if not check.passed:
             raise CandidateError("adoption", "the call observed for fallback detection gave a "
@@ -384,8 +390,7 @@ class _ShapeRun:
                 and isinstance(c.get("sample"), int) for c in checked):
             raise CandidateError("performance", "the result channel sent no valid report of the "
                                                 "checked timed calls")
-        reference = make_model(self.trusted.reference_class, self.spec.init_kwargs,
-                               self.init_seed, self.device)
+        reference = self._reference()
         for call in checked:
             comparison = self._check_trial(reference, call["seed"], call)
             if not comparison.passed:
