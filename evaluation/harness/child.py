@@ -107,6 +107,7 @@ class ChildRuntime:
         # torch.compile or Triton's interpreter may do later: import it now, before the
         # integrity fingerprint is taken, so that lawful change is not the candidate's.
         import torch._dynamo  # noqa: F401
+        _no_tqdm_monitor()
         if self.device.type == "cuda":
             from .timing import prepare_timing
 
@@ -394,6 +395,16 @@ def _other_processes() -> int:
 def _reseed() -> None:
     """After the inputs are drawn: the RNG state no longer tells the candidate their seed."""
     torch.manual_seed(secrets.randbits(63))
+
+
+def _no_tqdm_monitor() -> None:
+    """Every tqdm bar, even a disabled one (Inductor makes those), starts tqdm's monitor
+    thread unless monitor_interval is 0; the thread check would blame the candidate."""
+    try:
+        import tqdm
+    except ImportError:
+        return
+    tqdm.tqdm.monitor_interval = 0
 
 
 def _poison(device: torch.device, nbytes: int) -> None:
