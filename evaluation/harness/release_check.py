@@ -5,7 +5,8 @@ whose shapes.json kwargs do not fit `_make_inputs` / `Model.__init__`, or whose 
 does not cover its shapes. Here, on top:
 
 - the keys `_make_inputs` returns equal the parameters of `Model.forward`, for every shape
-  (inputs are built on PyTorch's meta device, so a 32k-token shape costs nothing);
+  (inputs are built on PyTorch's meta device, so a 32k-token shape costs nothing, also where
+  input.py names a device, as the public Atrex-Bench's `device='cuda'` does);
 - SOL is computable on every hardware profile given;
 - the references of the dev tier (shape ids starting with "dev-") run on this machine and
   return what metadata.json says (output names and dtypes), without NaN.
@@ -25,6 +26,7 @@ from types import ModuleType
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from .compare import as_output_dict
 from .release import HardwareProfile, Operator, ReleaseError, load_release
@@ -104,7 +106,7 @@ def _check_operator(op: Operator, hardware: Mapping[str, HardwareProfile]) -> Op
     for shape in op.public.shapes:
         label = f"{where}/shapes.json: {shape.id}"
         try:
-            with torch.device("meta"):
+            with torch.device("meta"), OnMetaDevice():
                 keys = set(inputs_module._make_inputs(**shape.input_kwargs))
         except Exception:  # noqa: BLE001 (data-dependent inputs cannot be built on meta)
             meta_failures += 1
@@ -122,6 +124,26 @@ def _check_operator(op: Operator, hardware: Mapping[str, HardwareProfile]) -> Op
         check.notes.append("no dev-tier shape: references not run")
     check.seconds = time.perf_counter() - started
     return check
+
+
+class OnMetaDevice(TorchFunctionMode):
+    """Keeps tensors on the meta device where input.py names one (`device='cuda'`,
+    `.cuda()`, `.to("cuda")`): shapes and dtypes still come out, no memory is touched."""
+
+    def __torch_function__(self, func: Callable[..., Any], types: Any,
+                           args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if "device" in kwargs:
+            kwargs["device"] = "meta"
+        if func in (torch.Tensor.cuda, torch.Tensor.cpu):
+            return args[0]
+        if func is torch.Tensor.to:
+            kwargs.pop("device", None)
+            rest = [a for a in args[1:] if not isinstance(a, str | torch.device | int)]
+            if not rest and not kwargs:
+                return args[0]
+            args = (args[0], *rest)
+        return func(*args, **kwargs)
 
 
 def _check_sol(op: Operator, hardware: Mapping[str, HardwareProfile],

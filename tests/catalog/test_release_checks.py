@@ -212,6 +212,31 @@ def test_check_release_runs_what_the_loader_cannot_see(tmp_path: Path) -> None:
         call_command("check_release", "nope")
 
 
+def test_input_keys_are_checked_where_input_py_names_the_device(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The public Atrex-Bench writes device='cuda' in input.py. Its shapes are still built on
+    the meta device (on a machine without a GPU), so a wrong input key is found in every
+    shape, not only in a dev tier the public release does not have."""
+    root = synthetic_release(tmp_path / "synthetic")
+    # no dev tier, as in the public release: a dev shape must run on this CPU
+    _rewrite("data/bare/shapes.json", lambda d: d.pop("dev-n5"))(root)
+    _rewrite("data/bare/roofline.json", lambda d: d["shapes"].pop("dev-n5"))(root)
+    cuda_input = ('import torch\n\n\ndef _make_inputs(**sizes: int) -> dict[str, torch.Tensor]:\n'
+                  '    a = torch.randn(sizes["n"], dtype=torch.bfloat16, device="cuda").cuda()\n'
+                  '    return {"a": a.to("cuda", torch.float32) * 0.5}\n')
+    (root / "data/bare/input.py").write_text(cuda_input)
+    call_command("import_release", str(root))
+    call_command("check_release", "synthetic")
+    assert "could not be built on the meta device" not in capsys.readouterr().out
+
+    (root / "data/bare/input.py").write_text(cuda_input.replace('{"a":', '{"b":'))
+    call_command("import_release", str(root))
+    with pytest.raises(CommandError) as error:
+        call_command("check_release", "synthetic")
+    assert "data/bare/shapes.json: n1024: _make_inputs returns ['b'], Model.forward takes " \
+           "['a']" in str(error.value)
+
+
 def test_the_fixture_release_passes_check_release(capsys: pytest.CaptureFixture[str]) -> None:
     call_command("import_release", str(FIXTURE_RELEASE))
     call_command("check_release", "atrex-fixture")
