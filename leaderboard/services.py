@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, models, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
@@ -82,7 +82,21 @@ def weight_set_activate(*, weight_set: WeightSet, actor: Any) -> int:
         count = rescore_weight_set(weight_set)
         audit(actor=actor, action="weights.activate", target=f"release:{weight_set.release}",
               before={"active_version": before}, after={"active_version": weight_set.version})
+    _analyze(SubmissionScore)
     return count
+
+
+def _analyze(model: type[models.Model]) -> None:
+    """Fresh planner statistics after a bulk write (PostgreSQL only).
+
+    A rescore writes thousands of score rows under a weight set the statistics have never
+    seen. Until autovacuum analyzes the table (up to a minute or more later), the planner
+    expects one row and nests 10,000 index lookups: the board query took 66 ms instead of
+    35 ms at 10,000 submissions. Analyzing the one table takes about half a second there.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
 
 
 def rescore_weight_set(weight_set: WeightSet) -> int:
