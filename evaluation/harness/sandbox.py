@@ -386,8 +386,7 @@ class ChildProcess:
             "ATREX_EVENT_FD": str(event_fd), "ATREX_DEVICE": self.device, "ATREX_DSL": self.dsl,
             "TRITON_CACHE_DIR": str(self._cache_dir),
             # torch.compile compiles in this process: Inductor's worker pool would add
-            # threads and processes, which the child refuses in any candidate (the pool's
-            # start-up also execs the interpreter, which the child's uid may not read).
+            # threads and worker processes, which the child refuses in any candidate.
             "TORCHINDUCTOR_COMPILE_THREADS": "1",
         })
         if self.device == "cpu":
