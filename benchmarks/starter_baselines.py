@@ -288,7 +288,8 @@ def main() -> None:
         saved_meta.append(saved["meta"])
     if saved_meta and not args.kinds:  # only rendering: the machine that measured
         meta = saved_meta[0]
-    merge(results, {})  # per-shape seconds for results saved per operator
+    for operators in results.values():  # per-shape seconds for results saved per operator
+        normalise(operators)
     kinds = [k for k in args.kinds.split(",") if k]
     redo = set(filter(None, args.redo.split(",")))
     for kind in kinds:
