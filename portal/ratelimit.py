@@ -1,13 +1,18 @@
 """Rate limits on the endpoints worth attacking: sign-in, API tokens, uploads.
 
-Fixed windows counted in Django's cache: the embedded default's local-memory cache (one
+Windows counted in Django's cache: the embedded default's local-memory cache (one
 process), or a shared cache (`CACHE_URL=redis://…`) when several web processes serve the
 portal. A request over the limit gets 429 with Retry-After, before any work is done.
+
+Each caller's window starts at its first counted request, not at a clock boundary: a window
+cut at whole minutes let a burst that straddled the boundary through at twice the limit
+(and made the limit's own test fail when its four requests crossed a minute).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,20 +35,28 @@ def limit(scope: str) -> Limit:
     return Limit(scope, int(requests), int(window_s))
 
 
+# The clock, apart so tests can move it without moving the cache's own expiry clock.
+clock: Callable[[], float] = time.time
+
+
 def exceeded(rule: Limit, who: str) -> int | None:
-    """Count one request of `who`; seconds until the window ends when over the limit."""
-    window = int(time.time() // rule.window_s)
-    key = f"ratelimit:{rule.scope}:{who}:{window}"
-    if cache.add(key, 1, timeout=rule.window_s + 1):
+    """Count one request of `who`; seconds until its window ends when over the limit."""
+    key = f"ratelimit:{rule.scope}:{who}"
+    ends_key = f"{key}:ends"
+    now = clock()
+    if cache.add(key, 1, timeout=rule.window_s):
+        cache.set(ends_key, now + rule.window_s, timeout=rule.window_s)
         count = 1
     else:
         try:
-            count = cache.incr(key)
-        except ValueError:  # expired between add and incr
-            cache.add(key, 1, timeout=rule.window_s + 1)
+            count = cache.incr(key)  # keeps the key's expiry: the window does not slide
+        except ValueError:  # the window expired between add and incr: this starts the next
+            cache.add(key, 1, timeout=rule.window_s)
+            cache.set(ends_key, now + rule.window_s, timeout=rule.window_s)
             count = 1
     if count > rule.requests:
-        return rule.window_s - int(time.time()) % rule.window_s
+        ends = cache.get(ends_key, now + rule.window_s)
+        return max(1, math.ceil(ends - now))
     return None
 
 

@@ -47,3 +47,17 @@ def test_uploads_are_limited_per_team_before_any_work() -> None:
     other = token_create(team=TeamFactory(name="Blue"), name="ci")[1]
     assert client.post("/api/submissions/", {}, HTTP_AUTHORIZATION=f"Bearer {other}"
                        ).status_code == 400
+
+
+@override_settings(ATREX_RATE_LIMITS=LIMITS)
+def test_a_window_is_not_cut_at_a_clock_boundary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three sign-ins just before a whole minute and one just after are still four in one
+    window: the window starts at the caller's first request, so Retry-After counts from it."""
+    from portal import ratelimit
+
+    rule = ratelimit.limit("login")
+    now = [6_000_059.5]
+    monkeypatch.setattr(ratelimit, "clock", lambda: now[0])
+    assert [ratelimit.exceeded(rule, "10.0.0.5") for _ in range(3)] == [None, None, None]
+    now[0] = 6_000_060.5  # a minute boundary passed; the window has 59 s left
+    assert ratelimit.exceeded(rule, "10.0.0.5") == 59
