@@ -197,6 +197,9 @@ class ChildProcess:
         self.start_seconds: list[float] = []  # spawn to "ready": imports, CUDA context
         self._process: subprocess.Popen[bytes] | None = None
         self._events_fd: int | None = None
+        # A handle on the PID namespace's first process (unshare's child), which outlives
+        # unshare by the time it takes to tear down; cleanup waits on it. None without one.
+        self._inner_pidfd: int | None = None
         self._buffer = b""
         self._timeout_s = 0.0
         self._request_id = 0
@@ -268,6 +271,8 @@ class ChildProcess:
             raise HarnessError(f"the sandboxed child did not start: {event}")
         self._ready = True
         self.start_seconds.append(time.perf_counter() - self._started_at)
+        if self.isolation.pid_namespace and self._process is not None:
+            self._inner_pidfd = _pidfd_of_only_child(self._process.pid)
 
     def close(self) -> None:
         if self._process is not None and self._process.poll() is None and self._process.stdin:
@@ -458,6 +463,10 @@ class ChildProcess:
                     os.killpg(self._process.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._process.wait(timeout=30)
+            # unshare is gone, but the namespace's first process may still be exiting (its
+            # memory, CUDA context and namespace torn down): "killed" means gone.
+            if self._inner_pidfd is not None:
+                _wait_readable(self._inner_pidfd, timeout_s=30)
             if self._process.stdin:
                 with contextlib.suppress(OSError):
                     self._process.stdin.close()
@@ -465,6 +474,9 @@ class ChildProcess:
         if self._events_fd is not None:
             os.close(self._events_fd)
             self._events_fd = None
+        if self._inner_pidfd is not None:
+            os.close(self._inner_pidfd)
+            self._inner_pidfd = None
         self._ready = False
         self._bound = False
         if self.workdir is not None:
@@ -473,6 +485,44 @@ class ChildProcess:
         # Fresh logs for the next child, so a tail names this child's last words only.
         for name in ("stdout.log", "stderr.log"):
             (self._private / name).unlink(missing_ok=True)
+
+
+def _pidfd_of_only_child(pid: int) -> int | None:
+    """A pidfd for `pid`'s one child (unshare --fork has exactly one); None where the
+    kernel offers no pidfd or the child is already gone."""
+    if not hasattr(os, "pidfd_open"):
+        return None
+    children: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == pid:
+                children.append(int(entry.name))
+    if len(children) != 1:
+        return None
+    try:
+        pidfd = os.pidfd_open(children[0])
+    except OSError:
+        return None
+    # The pid could have been reused between the scan and the open: check it again.
+    try:
+        ppid = int(Path(f"/proc/{children[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        ppid = -1
+    if ppid != pid:
+        os.close(pidfd)
+        return None
+    return pidfd
+
+
+def _wait_readable(fd: int, timeout_s: float) -> None:
+    """A pidfd turns readable when its process has exited."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        selector.select(timeout=timeout_s)
 
 
 class WarmChildren:

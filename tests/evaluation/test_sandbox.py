@@ -224,3 +224,38 @@ def test_the_sandbox_uid_comes_from_the_workers_environment(monkeypatch: pytest.
     monkeypatch.setenv("ATREX_SANDBOX_UID", "root")
     with pytest.raises(ValueError, match="ATREX_SANDBOX_UID"):
         SandboxSettings()
+
+
+@pytest.mark.skipif(not planned_isolation(TEST_SETTINGS.sandbox, ()).pid_namespace,
+                    reason="needs root for the PID namespace (CI and GPU hosts have it)")
+def test_a_killed_child_is_gone_when_kill_returns() -> None:
+    """unshare dies at once; the namespace's first process, holding the candidate's memory,
+    takes a while to tear down. A worker that reports "cancelled" or starts the next child
+    meanwhile would overlap them; kill() waits until every process of the child is gone."""
+    from evaluation.harness.release import load_release
+    from evaluation.harness.sandbox import ChildProcess
+    from tests.worker import descendants
+
+    operator = load_release(FIXTURE_RELEASE).operator("rms_norm").public
+    child = ChildProcess(device="cpu", dsl="triton", masked_paths=(),
+                         settings=TEST_SETTINGS.sandbox)
+    # 1.5 GiB written at import: slow enough to free that the race shows without the wait.
+    child.bind(operator, HONEST + "\n_BALLAST = b'x' * (1536 << 20)\n")
+    try:
+        child.ensure_started()
+        assert child._process is not None
+        processes = [child._process.pid, *descendants(child._process.pid)]
+        assert len(processes) >= 2  # unshare and the namespace's first process
+        child.kill()
+        assert [pid for pid in processes if _running(pid)] == []
+    finally:
+        child.close()
+
+
+def _running(pid: int) -> bool:
+    """Exists and has not exited (a zombie has, and waits only for its parent to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
