@@ -487,32 +487,27 @@ class ChildProcess:
             (self._private / name).unlink(missing_ok=True)
 
 
+def _parent_of(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None  # gone meanwhile
+
+
 def _pidfd_of_only_child(pid: int) -> int | None:
     """A pidfd for `pid`'s one child (unshare --fork has exactly one); None where the
     kernel offers no pidfd or the child is already gone."""
     if not hasattr(os, "pidfd_open"):
         return None
-    children: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            if ppid == pid:
-                children.append(int(entry.name))
+    children = [int(entry.name) for entry in Path("/proc").iterdir()
+                if entry.name.isdigit() and _parent_of(int(entry.name)) == pid]
     if len(children) != 1:
         return None
     try:
         pidfd = os.pidfd_open(children[0])
     except OSError:
         return None
-    # The pid could have been reused between the scan and the open: check it again.
-    try:
-        ppid = int(Path(f"/proc/{children[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        ppid = -1
-    if ppid != pid:
+    if _parent_of(children[0]) != pid:  # the pid was reused between the scan and the open
         os.close(pidfd)
         return None
     return pidfd
