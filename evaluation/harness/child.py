@@ -381,13 +381,19 @@ def _fingerprint(adapter: DslAdapter) -> Fingerprint:
                        extra_classes=adapter.guarded_classes())
 
 
+# Read before any candidate code runs: the sandbox says whether this process has a PID
+# namespace of its own (then PID 1 is the sandbox's init shell and nothing else is ours).
+_OWN_PID_NAMESPACE = os.environ.pop("ATREX_PID_NAMESPACE", "") == "1"
+
+
 def _other_processes() -> int:
-    """Processes in this sandbox besides this one. In its own PID namespace the child is
-    PID 1 and nothing else is started by the harness, so any other is the candidate's."""
-    if os.getpid() != 1:
+    """Processes in this sandbox besides this one and the sandbox's init: the harness
+    starts nothing else, so any other process is the candidate's."""
+    if not _OWN_PID_NAMESPACE:
         return 0  # no PID namespace (not root): other processes are not ours to judge
+    mine = {"1", str(os.getpid())}
     try:
-        return sum(1 for name in os.listdir("/proc") if name.isdigit() and name != "1")
+        return sum(1 for name in os.listdir("/proc") if name.isdigit() and name not in mine)
     except OSError:
         return 0
 

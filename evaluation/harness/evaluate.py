@@ -276,14 +276,17 @@ class _ShapeRun:
 
     def _load_trial(self, event: Mapping[str, Any]) -> dict[str, dict[str, torch.Tensor]] | str:
         """The child's output file, checked as untrusted input; a string says what is wrong."""
-        assert self.child.workdir is not None
-        outputs_dir = (self.child.workdir / "out").resolve()
-        path = (self.child.workdir / str(event.get("file"))).resolve()
-        if not path.is_relative_to(outputs_dir) or not path.is_file():
-            return "the result channel named an output file outside the sandbox's output folder"
         try:
-            # weights_only: the file came from untrusted code and must not run any in here.
-            payload = torch.load(path, map_location=self.device, weights_only=True)
+            handle = self.child.open_output(event.get("file"))
+        except ValueError as exc:
+            return str(exc)
+        except OSError:
+            return "the result channel named an output file that is not a plain file in the " \
+                   "sandbox's output folder"
+        try:
+            with handle:
+                # weights_only: the file came from untrusted code and must not run any in here.
+                payload = torch.load(handle, map_location=self.device, weights_only=True)
         except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as exc:
             return f"the output file could not be read: {type(exc).__name__}"
         outputs = as_output_dict(payload.get("outputs")) if isinstance(payload, dict) else None

@@ -1,11 +1,16 @@
 """The candidate's process: spawn it isolated, talk to it, kill it.
 
 Isolation, applied where the host allows (each part is reported, never silently assumed):
-- a fresh directory as cwd and HOME holding only the operator's public files and the
-  candidate's source; a scrubbed environment (an allowlist of GPU-stack variables);
-- as root: an unprivileged uid (setpriv), no network (new network namespace), its own
-  PID namespace (the parent's /proc is invisible; killing its first process kills every
-  process it made, setsid or not), and tmpfs mounted over paths holding hidden files;
+- a private root (jail.py): the child sees its work folder, the Python install, the
+  harness and the GPU devices, nothing else of the host: no checkout, no `.git`, no
+  release files, no other child's folder, no Unix socket of a local server;
+- as root: an unprivileged uid (setpriv; any uid, with or without a passwd entry), no
+  network (new network namespace), its own PID namespace whose first process is a trusted
+  root shell that dies with the worker (parent-death signal), taking every process of the
+  candidate with it;
+- work folders made without following links (workarea.py), owned by root except the
+  child's own home, temp and output folders; swept when a killed worker left them;
+- a scrubbed environment (an allowlist of GPU-stack variables);
 - resource limits (processes, file size, core dumps; address space on the CPU only,
   since CUDA reserves huge virtual ranges) and wall timeouts on every request.
 """
@@ -13,12 +18,13 @@ Isolation, applied where the host allows (each part is reported, never silently 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import json
 import os
+import re
 import resource
 import selectors
-import shlex
 import shutil
 import signal
 import subprocess
@@ -30,9 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import jail
 from .release import PUBLIC_FILES, PublicOperator
+from .workarea import make_dir, open_dir, open_regular, work_area, write_file
 
 CHILD_MAIN = Path(__file__).resolve().parent / "child_main.py"
+OUTPUT_FILE = re.compile(r"out/([A-Za-z0-9_.-]{1,64}\.pt)")
 # Variables that say where the GPU stack lives; nothing else of the parent's environment
 # reaches the candidate.
 PASSED_ENV = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
@@ -78,6 +87,9 @@ class SandboxSettings:
     # Output tensors travel child -> parent as files: memory-backed /dev/shm makes that
     # several times faster than a disk-backed /tmp for the large shapes.
     workdir_base: str | None = None  # None: /dev/shm when it has room, else the temp dir
+    # GPU hosts set ATREX_SANDBOX_REQUIRED=1: a host that cannot isolate refuses to evaluate.
+    require_isolation: bool = field(
+        default_factory=lambda: os.environ.get("ATREX_SANDBOX_REQUIRED", "") == "1")
 
 
 @dataclass(frozen=True)
@@ -87,9 +99,10 @@ class Isolation:
     uid: int
     network_namespace: bool
     pid_namespace: bool
-    masked_paths: tuple[str, ...]
+    masked_paths: tuple[str, ...]  # hidden folders covered inside the folders the child sees
     env_scrubbed: bool = True
     notes: tuple[str, ...] = field(default_factory=tuple)
+    private_root: bool = False  # the child sees only what jail.py allows
 
 
 class CandidateError(Exception):
@@ -137,45 +150,78 @@ def describe_exit(returncode: int | None) -> str:
 
 
 @functools.cache
-def _namespaces_available() -> bool:
-    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("setpriv"):
-        return False
-    probe = ["unshare", "--mount", "--net", "--pid", "--fork", "--mount-proc", "--kill-child",
-             "--", "true"]
-    return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+def _jail_problem() -> str | None:
+    """None when this host can build the child's private root (jail.py); else why not.
+
+    The probe builds the same root a child gets and runs `true` in it as an unprivileged uid.
+    """
+    if os.geteuid() != 0:
+        return "not root"
+    missing = [tool for tool in ("unshare", "setpriv", "pivot_root", "mount")
+               if not shutil.which(tool, path=SAFE_PATH)]
+    if missing:
+        return "missing " + ", ".join(missing)
+    with tempfile.TemporaryDirectory(prefix="atrex-jail-probe-") as folder:
+        paths = jail.JailPaths(*(Path(folder) / name for name in ("root", "work", "cache")))
+        for path in (paths.mountpoint, paths.workdir, paths.cache_dir):
+            path.mkdir()
+        plan = jail.mount_plan(readonly=jail.python_install(), masks=(), gpu=False)
+        payload = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                   "--no-new-privs", "--", "true"]
+        probe = subprocess.run(
+            [*_UNSHARE, "/bin/sh", "-c", 'eval "$ATREX_JAIL_SCRIPT"'],
+            env={"PATH": SAFE_PATH, "ATREX_JAIL_SCRIPT": jail.script(paths, plan, payload)},
+            capture_output=True, timeout=60)
+    if probe.returncode != 0:
+        return f"the private root could not be built: {probe.stderr.decode(errors='replace')[-300:]}"
+    return None
 
 
-# Always hidden from the child, whatever the job: every release folder of this checkout (their
-# hidden files, and releases other than the job's) and var/ (database, broker files that
-# carry other teams' candidates and seeds, logs).
+# New mount, network and PID namespaces; the namespace's first process (a root shell that
+# builds the private root, then waits for the candidate) gets SIGKILL when unshare dies.
+_UNSHARE = ("unshare", "--mount", "--net", "--pid", "--fork", "--kill-child", "--")
+
+# Hidden wherever they fall inside a folder the child sees: every release folder of this
+# checkout (their hidden files, and releases other than the job's), var/ (database, broker
+# files that carry other teams' candidates and seeds, logs) and the checkout itself.
 _PROJECT = Path(__file__).resolve().parents[2]
-ALWAYS_MASKED = (_PROJECT / "evaluation" / "releases", _PROJECT / "var")
+ALWAYS_MASKED = (_PROJECT / "evaluation" / "releases", _PROJECT / "var", _PROJECT)
 
 
 def planned_isolation(settings: SandboxSettings, masked: Sequence[Path]) -> Isolation:
-    if settings.isolate and _namespaces_available():
-        paths = [str(p) for p in masked]
-        paths += [str(p) for p in ALWAYS_MASKED if p.is_dir() and str(p) not in paths
-                  and not any(str(p).startswith(m + os.sep) for m in paths)]
+    problem = _jail_problem() if settings.isolate else "isolation disabled by settings"
+    if problem is None:
+        plan = _plan(settings, masked, gpu=False)
+        covered = tuple(op.target for op in plan if op.kind == "mask")
         return Isolation(uid=settings.child_uid, network_namespace=True, pid_namespace=True,
-                         masked_paths=tuple(paths))
-    notes = ("not root or no unshare/setpriv: the child runs as the parent's user, with "
-             "network, and hidden paths are not masked",) if settings.isolate else \
-        ("isolation disabled by settings",)
+                         masked_paths=covered, private_root=True)
+    if settings.require_isolation:
+        raise HarnessError(f"the sandbox is required (ATREX_SANDBOX_REQUIRED) but unavailable: "
+                           f"{problem}")
+    notes = (f"no sandbox ({problem}): the child runs as the parent's user, with network, "
+             "and sees the parent's filesystem",)
     return Isolation(uid=os.geteuid(), network_namespace=False, pid_namespace=False,
                      masked_paths=(), notes=notes)
 
 
-def _workdir_base(settings: SandboxSettings) -> str | None:
+def _plan(settings: SandboxSettings, masked: Sequence[Path], *, gpu: bool) -> list[jail.Op]:
+    masks = [Path(p) for p in masked] + [p for p in ALWAYS_MASKED if p.is_dir()]
+    return jail.mount_plan(readonly=jail.python_install(), masks=masks, gpu=gpu,
+                           devices=jail.gpu_devices() if gpu else ())
+
+
+def workdir_base(settings: SandboxSettings) -> Path:
+    """Where this worker's work area goes: the settings' folder, else /dev/shm when it has
+    room, else the temp folder."""
     if settings.workdir_base is not None:
-        return settings.workdir_base
+        return Path(settings.workdir_base)
     shm = "/dev/shm"
     try:
         stats = os.statvfs(shm)
     except OSError:
-        return None
+        return Path(tempfile.gettempdir())
     roomy = stats.f_bavail * stats.f_frsize >= 8 * 1024**3
-    return shm if roomy and os.access(shm, os.W_OK) else None
+    return Path(shm) if roomy and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
 
 
 class ChildProcess:
@@ -193,6 +239,7 @@ class ChildProcess:
         self.device = device
         self.dsl = dsl
         self.settings = settings
+        self.masked_paths = tuple(masked_paths)
         self.isolation = planned_isolation(settings, masked_paths)
         self.start_seconds: list[float] = []  # spawn to "ready": imports, CUDA context
         self._process: subprocess.Popen[bytes] | None = None
@@ -205,9 +252,25 @@ class ChildProcess:
         self._request_id = 0
         self._ready = False
         self._started_at = 0.0
-        self._private = Path(tempfile.mkdtemp(prefix="atrex-parent-"))  # logs; child can't read
-        self._cache_dir = self._shared_dir("atrex-triton-cache-")  # kept across restarts
+        self._owner = (self.isolation.uid, settings.child_gid) \
+            if self.isolation.uid != os.geteuid() else None
+        # This child's folder in the worker's area (0700, root's): logs the child cannot
+        # read, the caches it keeps across restarts, a work folder per process.
+        area = work_area(workdir_base(settings))
+        self._home = Path(tempfile.mkdtemp(prefix="child-", dir=area.path))
+        self._private = self._home / "logs"
+        self._private.mkdir()
+        home_fd = open_dir(self._home)
+        try:
+            os.close(make_dir(home_fd, "cache", 0o700, self._owner))
+            os.close(make_dir(home_fd, "root", 0o700))  # the private root's mount point
+        finally:
+            os.close(home_fd)
+        self._cache_dir = self._home / "cache"
+        self._spawns = 0
         self.workdir: Path | None = None
+        self._workdir_fd: int | None = None
+        self._outputs_fd: int | None = None
 
     @property
     def restarts(self) -> int:
@@ -245,12 +308,15 @@ class ChildProcess:
     def _send_bind(self) -> None:
         if self.operator is None or self.workdir is None:
             raise HarnessError("bind() a candidate before sending requests")
-        operator_dir = self.workdir / "operator"
-        operator_dir.mkdir()
-        for name in PUBLIC_FILES:
-            shutil.copyfile(self.operator.directory / name, operator_dir / name)
-        (self.workdir / "candidate.py").write_text(self.candidate_source, encoding="utf-8")
-        self._chown_tree(self.workdir)
+        assert self._workdir_fd is not None
+        # Root's files in root's folder: the child reads them and can plant nothing here.
+        operator_fd = make_dir(self._workdir_fd, "operator", 0o755)
+        try:
+            for name in PUBLIC_FILES:
+                write_file(operator_fd, name, (self.operator.directory / name).read_bytes())
+        finally:
+            os.close(operator_fd)
+        write_file(self._workdir_fd, "candidate.py", self.candidate_source.encode("utf-8"))
         self._bound = True
         try:
             self._exchange({"cmd": "bind"}, self.settings.start_timeout_s)
@@ -283,8 +349,7 @@ class ChildProcess:
             except (BrokenPipeError, subprocess.TimeoutExpired, OSError):
                 pass
         self._cleanup()
-        shutil.rmtree(self._private, ignore_errors=True)
-        shutil.rmtree(self._cache_dir, ignore_errors=True)
+        shutil.rmtree(self._home, ignore_errors=True)
 
     def kill(self) -> None:
         self._cleanup()
@@ -337,6 +402,15 @@ class ChildProcess:
                     self._cleanup()
                     raise
 
+    def open_output(self, name: object) -> Any:
+        """A file the child reported as its output (`out/<name>.pt`), opened for reading
+        without following links; OSError or ValueError when it is anything else."""
+        match = OUTPUT_FILE.fullmatch(str(name))
+        if match is None or self._outputs_fd is None:
+            raise ValueError("the result channel named an output file outside the sandbox's "
+                             "output folder")
+        return open_regular(self._outputs_fd, match.group(1))
+
     def stderr_tail(self) -> str:
         path = self._private / "stderr.log"
         try:
@@ -349,9 +423,7 @@ class ChildProcess:
     # -- internals -----------------------------------------------------------------------
 
     def _spawn(self) -> None:
-        self.workdir = self._shared_dir("atrex-child-")
-        (self.workdir / "tmp").mkdir()
-        self._chown_tree(self.workdir)
+        self._make_workdir()
         read_fd, write_fd = os.pipe()
         env = self._environment(write_fd)
         stdout = open(self._private / "stdout.log", "ab")  # noqa: SIM115 - handed to the child
@@ -360,7 +432,7 @@ class ChildProcess:
             self._process = subprocess.Popen(
                 self._argv(), cwd=self.workdir, env=env, stdin=subprocess.PIPE, stdout=stdout,
                 stderr=stderr, pass_fds=(write_fd,), start_new_session=True,
-                preexec_fn=self._limits,  # noqa: PLW1509 - single-threaded use, before exec
+                preexec_fn=functools.partial(self._limits, os.getpid()),  # noqa: PLW1509
             )
         finally:
             os.close(write_fd)
@@ -369,36 +441,77 @@ class ChildProcess:
         self._events_fd = read_fd
         self._buffer = b""
 
+    def _make_workdir(self) -> None:
+        """A fresh folder per process: root's (the parent writes the candidate's files
+        there at bind), with the child's own home, temp and output folders inside."""
+        self._spawns += 1
+        name = f"work-{self._spawns}"
+        home_fd = open_dir(self._home)
+        try:
+            self._workdir_fd = make_dir(home_fd, name, 0o755)
+        finally:
+            os.close(home_fd)
+        self.workdir = self._home / name
+        for folder in ("home", "tmp"):
+            os.close(make_dir(self._workdir_fd, folder, 0o700, self._owner))
+        self._outputs_fd = make_dir(self._workdir_fd, "out", 0o700, self._owner)
+
     def _argv(self) -> list[str]:
-        python = [sys.executable, "-I", "-B", "-X", "faulthandler", str(CHILD_MAIN)]
-        if not self.isolation.pid_namespace:
-            return python
-        mounts = "".join(
-            f"mount -t tmpfs -o size=4k,mode=000 atrex-hidden {shlex.quote(p)} && "
-            for p in self.isolation.masked_paths)
-        drop = ["setpriv", f"--reuid={self.settings.child_uid}",
-                f"--regid={self.settings.child_gid}", "--clear-groups", "--no-new-privs", "--"]
-        script = mounts + "exec " + shlex.join(drop + python)
-        return ["unshare", "--mount", "--net", "--pid", "--fork", "--mount-proc", "--kill-child",
-                "--", "/bin/sh", "-c", script]
+        if not self.isolation.private_root:
+            return [sys.executable, "-I", "-B", "-X", "faulthandler", str(CHILD_MAIN)]
+        # The script travels in the environment of the namespace's first process, which the
+        # candidate cannot read (/proc/1/environ is root's), not in its world-readable argv.
+        return [*_UNSHARE, "/bin/sh", "-c", 'eval "$ATREX_JAIL_SCRIPT"; exit 125']
+
+    def _jail_script(self) -> str:
+        assert self.workdir is not None
+        paths = jail.JailPaths(mountpoint=self._home / "root", workdir=self.workdir,
+                               cache_dir=self._cache_dir)
+        payload = ["setpriv", f"--reuid={self.settings.child_uid}",
+                   f"--regid={self.settings.child_gid}", "--clear-groups", "--no-new-privs", "--",
+                   sys.executable, "-I", "-B", "-X", "faulthandler", str(jail.CHILD_MAIN_INSIDE)]
+        plan = _plan(self.settings, self.masked_paths, gpu=self.device == "cuda")
+        return "unset ATREX_JAIL_SCRIPT\n" + jail.script(paths, plan, payload)
 
     def _environment(self, event_fd: int) -> dict[str, str]:
         assert self.workdir is not None
+        jailed = self.isolation.private_root
+        work = jail.WORK if jailed else self.workdir
+        cache = jail.CACHE if jailed else self._cache_dir
+        user = f"atrex-sandbox-{self.isolation.uid}"
         env = {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
         env.update({
-            "PATH": SAFE_PATH, "HOME": str(self.workdir), "TMPDIR": str(self.workdir / "tmp"),
+            "PATH": SAFE_PATH, "HOME": str(work / "home"), "TMPDIR": str(work / "tmp"),
+            # getpass.getuser() (torch's cache paths call it) reads these before the passwd
+            # database, where a per-worker sandbox uid has no entry.
+            "USER": user, "LOGNAME": user,
             "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
             "ATREX_EVENT_FD": str(event_fd), "ATREX_DEVICE": self.device, "ATREX_DSL": self.dsl,
-            "TRITON_CACHE_DIR": str(self._cache_dir),
+            "TRITON_CACHE_DIR": str(cache / "triton"),
+            "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
+            "XDG_CACHE_HOME": str(cache / "xdg"),
             # torch.compile compiles in this process: Inductor's worker pool would add
             # threads and worker processes, which the child refuses in any candidate.
             "TORCHINDUCTOR_COMPILE_THREADS": "1",
         })
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
+        if jailed:
+            env["ATREX_JAIL_SCRIPT"] = self._jail_script()
+            env["ATREX_PID_NAMESPACE"] = "1"
         return env
 
-    def _limits(self) -> None:
+    def _limits(self, parent: int) -> None:
+        """In the forked process, before exec: limits, and death with the worker."""
+        # unshare (and through --kill-child the namespace's init, and through it every
+        # process of the candidate) gets SIGKILL when the thread that spawned it ends: a
+        # worker killed outright leaves no candidate running. The spawning thread must
+        # outlive the child (the evaluation's own thread does).
+        if _prctl is not None:
+            _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:  # the worker died before the signal was armed
+                os._exit(1)
+
         def cap(limit: int, value: int) -> None:
             soft, hard = resource.getrlimit(limit)
             value = value if hard == resource.RLIM_INFINITY else min(value, hard)
@@ -409,20 +522,6 @@ class ChildProcess:
         cap(resource.RLIMIT_FSIZE, self.settings.max_file_bytes)
         if self.device == "cpu" and self.settings.cpu_address_space_bytes:
             cap(resource.RLIMIT_AS, self.settings.cpu_address_space_bytes)
-
-    def _shared_dir(self, prefix: str) -> Path:
-        path = Path(tempfile.mkdtemp(prefix=prefix, dir=_workdir_base(self.settings)))
-        self._chown_tree(path)
-        return path
-
-    def _chown_tree(self, root: Path) -> None:
-        if self.isolation.uid == os.geteuid():
-            return
-        for directory, _, files in os.walk(root):
-            os.chown(directory, self.isolation.uid, self.settings.child_gid)
-            for name in files:
-                os.chown(os.path.join(directory, name), self.isolation.uid,
-                         self.settings.child_gid)
 
     def _next_event(self, deadline: float) -> dict[str, Any]:
         assert self._events_fd is not None
@@ -452,6 +551,8 @@ class ChildProcess:
                 returncode = self._process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 returncode = None
+        if self.isolation.private_root and returncode is not None and 128 < returncode < 160:
+            returncode = 128 - returncode  # the init shell reports a signal death as 128+N
         tail = self.stderr_tail()
         self._cleanup()
         return ChildDied(returncode, tail)
@@ -477,6 +578,10 @@ class ChildProcess:
         if self._inner_pidfd is not None:
             os.close(self._inner_pidfd)
             self._inner_pidfd = None
+        for fd in (self._workdir_fd, self._outputs_fd):
+            if fd is not None:
+                os.close(fd)
+        self._workdir_fd = self._outputs_fd = None
         self._ready = False
         self._bound = False
         if self.workdir is not None:
@@ -518,6 +623,13 @@ def _wait_readable(fd: int, timeout_s: float) -> None:
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
         selector.select(timeout=timeout_s)
+
+
+_PR_SET_PDEATHSIG = 1
+try:  # looked up before any fork: the forked process only calls it
+    _prctl: Any = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):
+    _prctl = None
 
 
 class WarmChildren:

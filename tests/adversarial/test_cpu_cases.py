@@ -18,6 +18,7 @@ import pytest
 
 from evaluation.harness.results import EvaluationResult
 from evaluation.harness.sandbox import SandboxSettings, planned_isolation
+from tests.adversarial.test_host_escapes import HOST_CASES
 from tests.evaluation.helpers import TEST_SETTINGS, run_candidate, sample_source
 
 CANDIDATES = Path(__file__).parent / "candidates"
@@ -51,9 +52,11 @@ def leaks_nothing(result: EvaluationResult) -> None:
     for shape in result.shapes:
         text = (shape.error or "") + (shape.traceback_tail or "")
         assert "semantic_W_flops" not in text and "SOL_time_ms" not in text
-        assert "importance_score" not in text and "EXFIL" not in text
+        assert "importance_score" not in text and '"connected"' not in text
+        # all it could read is the init shell's command line, which says nothing
+        assert text.count("READ ") == text.count('"pid1_cmdline": "READ '), text
         assert len(shape.error or "") <= 1100
-    assert result.shapes[0].status == "failed"  # it crashed on the masked release folder
+    assert result.shapes[0].status == "failed"  # it raised to send its report out
 
 
 CASES: dict[str, Callable[[EvaluationResult], None]] = {
@@ -68,9 +71,9 @@ CASES: dict[str, Callable[[EvaluationResult], None]] = {
     "return_input_view": failed_with("the candidate modified its input 'x'"),
     # whether the recycled block still holds the poison (NaN) or an old result depends on
     # the allocator's order; both are the same catch by the parent's comparison
-    "stale_memory": failed_with("elements outside atol", "NaN/Inf values"),
-    "constant_output": failed_with("elements outside atol"),
-    "precision_downgrade": failed_with("elements outside atol"),
+    "stale_memory": failed_with("elements wrong", "NaN/Inf values"),
+    "constant_output": failed_with("elements wrong"),
+    "precision_downgrade": failed_with("elements wrong"),
     "background_thread": failed_with("background thread"),
     "fork_bomb": failed_with("other process(es)"),
     "forge_channel": never_native,
@@ -88,7 +91,7 @@ GPU_ONLY = {"side_stream", "persisting_l2", "gpu_oom", "cache_id_version", "cach
 
 
 def test_every_candidate_file_is_a_cpu_case_or_a_gpu_case() -> None:
-    assert {p.stem for p in CANDIDATES.glob("*.py")} == set(CASES) | GPU_ONLY
+    assert {p.stem for p in CANDIDATES.glob("*.py")} == set(CASES) | GPU_ONLY | set(HOST_CASES)
 
 
 @pytest.mark.skipif(not planned_isolation(SandboxSettings(), ()).pid_namespace,
@@ -115,9 +118,9 @@ def test_the_table_in_docs_matches_these_tests() -> None:
     rows = [line.split("|") for line in doc.splitlines() if line.startswith("| ")
             and not line.startswith("| case") and not line.startswith("| ---")]
     table = {cells[1].strip(): cells[-2].strip() for cells in rows}
-    assert {case for case, where in table.items() if where == "cpu"} == set(CASES)
+    assert {case for case, where in table.items() if where == "cpu"} == set(CASES) | set(HOST_CASES)
     assert {case for case, where in table.items() if where == "gpu"} == GPU_ONLY
-    for case in CASES:  # every defence named there is real code
+    for case in [*CASES, *HOST_CASES]:  # every defence named there is real code
         for cell in [c for c in doc.split(f"| {case} |")[1].split("\n")[0].split("|")]:
             for name in re.findall(r"`([a-z_]+)\.([A-Za-z_]+)", cell):
                 module = Path(__file__).parents[2] / "evaluation" / "harness" / f"{name[0]}.py"
