@@ -2,7 +2,9 @@
 
 For each worker count, in a fresh folder: a database (SQLite unless DATABASE_URL is set), the
 broker (kombu's filesystem transport unless CELERY_BROKER_URL is set), one results worker,
-and one `celery worker -Q eval.<hardware>` per GPU, pinned with CUDA_VISIBLE_DEVICES=i. The
+and one GPU worker per GPU, run as a GPU host runs it: from a bundle of the harness and the
+worker (no Django, no database, no releases), pinned with CUDA_VISIBLE_DEVICES=i, with its
+own sandbox uid (60001, 60002, ...: uids with no passwd entry) and the sandbox required. The
 same batch of submissions (the fixture release's honest Triton candidates, round robin over
 its operators) is uploaded through `submission_create`, as the web tier does, and the
 script waits until every job is scored or failed. Throughput = shapes evaluated per minute
@@ -15,8 +17,8 @@ checks the plumbing, and its numbers say nothing about GPUs.
 Usage: python benchmarks/scale_out.py [--workers 1,2] [--submissions 12] [--json OUT]
 
 On a lent two-GPU H200 machine (no network; Python 3.12): run `scripts/device-wheels` here
-first, carry `.whl`, and begin the command with the install line that script prints.
-Measured so far only on a 2-core CPU machine (plumbing): see the issue 9 note.
+first, carry `.whl`, and begin the command with the install line that script prints (the
+phases keep that PYTHONPATH and add the checkout, or the bundle for GPU workers, in front).
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="atrex-scale-") as folder:
             env = {**os.environ, "ATREX_VAR_DIR": folder,
                    "DATABASE_URL": os.environ.get("DATABASE_URL", f"sqlite:///{folder}/db.sqlite3"),
-                   "DJANGO_SETTINGS_MODULE": "portal.settings", "PYTHONPATH": str(REPO)}
+                   "DJANGO_SETTINGS_MODULE": "portal.settings",
+                   "PYTHONPATH": _path_with(str(REPO))}
             done = subprocess.run(
                 [sys.executable, __file__, "--phase", str(count), "--folder", folder,
                  "--submissions", str(args.submissions), "--timeout-s", str(args.timeout_s)],
@@ -86,6 +89,7 @@ def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float) ->
 
     from evaluation.catalog import release_import
     from evaluation.models import HardwareProfile
+    from evaluation.worker.bundle import build as build_bundle
     from portal.accounts.models import Membership, Team
     from submissions.models import EvaluationJob, ShapeResult
     from submissions.services import submission_create
@@ -107,13 +111,15 @@ def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float) ->
     samples = [s for s in samples if s.parent.name in operators]
     logs = folder / "logs"
     logs.mkdir()
+    bundle = folder / "gpu-worker"
+    build_bundle(bundle)
     processes = [_worker("results", "results", {}, logs)]
     for index in range(workers):
         # one GPU and one sandbox uid per worker slot (sandbox.SandboxSettings)
         pin = {"ATREX_SANDBOX_UID": str(60001 + index), "ATREX_SANDBOX_GID": str(60001 + index)}
         if gpus:
             pin["CUDA_VISIBLE_DEVICES"] = str(index)
-        processes.append(_worker(f"eval{index}", f"eval.{HARDWARE}", pin, logs))
+        processes.append(_gpu_worker(f"eval{index}", f"eval.{HARDWARE}", pin, logs, bundle))
     try:
         _wait_ready(processes, logs)
         started = time.monotonic()
@@ -153,6 +159,28 @@ def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float) ->
         "missing_results": shapes - stored,
         "device": torch.cuda.get_device_name() if gpus else "cpu (Triton interpreter)",
     }
+
+
+def _path_with(first: str) -> str:
+    """PYTHONPATH with `first` in front of what is there (the carried wheels on a GPU host)."""
+    return os.pathsep.join([first, *filter(None, [os.environ.get("PYTHONPATH", "")])])
+
+
+def _gpu_worker(name: str, queues: str, extra_env: dict[str, str], logs: Path,
+                bundle: Path) -> tuple[str, subprocess.Popen[bytes]]:
+    """A GPU worker from the bundle: the broker's settings and nothing of the web tier."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE", "DJANGO"))}
+    repo = str(REPO)
+    outside = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != repo]
+    env.update(extra_env, PYTHONPATH=os.pathsep.join([str(bundle), *outside]),
+               ATREX_SANDBOX_REQUIRED="1")
+    command = [sys.executable, "-m", "celery", "-A", "evaluation.worker.app", "worker", "-Q",
+               queues, "-n", f"{name}@%h", "--pool", "solo", "--without-gossip",
+               "--without-mingle", "--loglevel", "INFO"]
+    with open(logs / f"{name}.log", "wb") as out:
+        process = subprocess.Popen(command, cwd=bundle, env=env, stdout=out,
+                                   stderr=subprocess.STDOUT)
+    return name, process
 
 
 def _worker(name: str, queues: str, extra_env: dict[str, str],

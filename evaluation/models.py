@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.db import models
 
 from evaluation.harness.release import HardwareProfile as HardwareSpec
+from evaluation.protocol import eval_queue
 
 
 class HardwareProfile(models.Model):
@@ -32,7 +33,7 @@ class HardwareProfile(models.Model):
     @property
     def queue(self) -> str:
         """The Celery queue GPU workers of this hardware consume."""
-        return f"eval.{self.name}"
+        return eval_queue(self.name)
 
 
 class Release(models.Model):

@@ -12,6 +12,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from evaluation.protocol import FILESYSTEM_BROKER, TASK_SETTINGS, broker_settings
 from portal.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -148,32 +149,12 @@ SPECTACULAR_SETTINGS = {
                             "SubmissionStatusEnum": "submissions.api.SUBMISSION_STATUSES"},
 }
 
-# Celery: filesystem transport by default (folders in var/broker), Redis/RabbitMQ by URL.
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
-if CELERY_BROKER_URL == "filesystem://":
-    CELERY_BROKER_TRANSPORT = "portal.broker:Transport"  # kombu's, with atomic writes
-    _broker = VAR_DIR / "broker"
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_broker / "queue"),
-        "data_folder_out": str(_broker / "queue"),
-        "processed_folder": str(_broker / "processed"),
-        # Exchange tables; kombu's default is ./control, i.e. wherever the process started.
-        "control_folder": str(_broker / "control"),
-        "store_processed": False,
-    }
-    for _folder in ("queue", "processed", "control"):  # the transport expects its folders to exist
-        (_broker / _folder).mkdir(parents=True, exist_ok=True)
-elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
-    # A message taken by a worker that died unacknowledged (SIGKILL, lost host) is delivered
-    # again after this many seconds. It must exceed the longest job, or a running job is
-    # delivered twice (harmless: only one run holds the claim, but GPU time is wasted).
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "visibility_timeout": env_int("ATREX_BROKER_VISIBILITY_TIMEOUT", 3600, minimum=1)}
-CELERY_TASK_ACKS_LATE = True
-CELERY_TASK_REJECT_ON_WORKER_LOST = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_SERIALIZER = "json"
-CELERY_ACCEPT_CONTENT = ["json"]
+# Celery: filesystem transport by default (folders in var/broker), Redis/RabbitMQ by URL;
+# the same broker and task settings as the GPU workers' own app (evaluation/protocol.py).
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", FILESYSTEM_BROKER)
+_celery = {**broker_settings(CELERY_BROKER_URL, VAR_DIR / "broker", visibility_timeout_s=env_int(
+    "ATREX_BROKER_VISIBILITY_TIMEOUT", 3600, minimum=1)), **TASK_SETTINGS}
+globals().update({f"CELERY_{name.upper()}": value for name, value in _celery.items()})
 
 # The sweeper (docs/operations.md): a running job whose worker has not reported for
 # ATREX_JOB_STALE_SECONDS (a running job's worker sends a heartbeat every

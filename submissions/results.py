@@ -17,8 +17,7 @@ from evaluation.harness.release import ShapeRoofline
 from evaluation.harness.results import PASSED
 from evaluation.harness.roofline import attainment, roofline_point
 from evaluation.models import Shape
-from evaluation.stop import publish_stop, stop_message
-from evaluation.tasks import RESULTS_QUEUE
+from evaluation.protocol import RESULTS_QUEUE, publish_stop, stop_message
 from submissions.models import EvaluationJob, ShapeResult
 
 RESCORE_TASK = "leaderboard.rescore_submission"  # by name: leaderboard sits above this app

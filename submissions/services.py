@@ -17,10 +17,14 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from evaluation.baselines import baseline_source
-from evaluation.jobs import job_spec
 from evaluation.models import HardwareProfile, Operator, Release
-from evaluation.stop import publish_stop, stop_message
-from evaluation.tasks import RESULTS_QUEUE
+from evaluation.protocol import (
+    EVALUATE_TASK,
+    RESULTS_QUEUE,
+    job_spec,
+    publish_stop,
+    stop_message,
+)
 from portal.accounts.models import Team
 from portal.audit.models import audit
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
@@ -161,7 +165,7 @@ def _next_attempt(job: EvaluationJob) -> Callable[[], None]:
         dsl_ratio_threshold=release.dsl_ratio_threshold, hardware=hardware.name,
         seed=secrets.randbits(63), heartbeat_s=settings.ATREX_JOB_HEARTBEAT_SECONDS)
     queue, task_id = hardware.queue, attempt_task_id(job.pk, job.attempts)
-    return lambda: current_app.send_task("evaluation.evaluate_job", args=[spec], queue=queue,
+    return lambda: current_app.send_task(EVALUATE_TASK, args=[spec], queue=queue,
                                          task_id=task_id)
 
 

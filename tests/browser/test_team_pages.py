@@ -24,7 +24,7 @@ from tests.browser.conftest import (
 )
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
-from tests.worker import celery_worker
+from tests.worker import pipeline_workers
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -78,7 +78,7 @@ def test_a_team_uploads_watches_scoring_live_and_reads_its_results(
 
     page.goto("/submit/")
     screenshot(page, "upload")
-    with celery_worker("eval.H200,results", tmp_path / "worker.log"):
+    with pipeline_workers(tmp_path):
         # One file; it is not named rms_norm.py, so the form's operator field says what it is.
         upload(page, SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py", operator="rms_norm",
                agent="browser-agent", tokens="4321")

@@ -10,7 +10,7 @@ from unittest import mock
 import pytest
 from kombu import Connection
 
-from portal import broker
+from evaluation import broker
 
 
 def test_a_message_being_written_is_invisible_until_whole(tmp_path: Path) -> None:
@@ -18,7 +18,7 @@ def test_a_message_being_written_is_invisible_until_whole(tmp_path: Path) -> Non
     folder.mkdir()
     options = {"data_folder_in": str(folder), "data_folder_out": str(folder),
                "control_folder": str(tmp_path), "store_processed": False}
-    with Connection("filesystem://", transport="portal.broker:Transport",
+    with Connection("filesystem://", transport="evaluation.broker:Transport",
                     transport_options=options) as connection:
         channel = connection.default_channel
         seen_while_writing = []

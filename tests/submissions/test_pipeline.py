@@ -14,7 +14,7 @@ from submissions.models import EvaluationJob, ShapeResult
 from submissions.services import submission_create
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
-from tests.worker import celery_worker
+from tests.worker import pipeline_workers
 
 
 def wait_for(job: EvaluationJob, seconds: float) -> EvaluationJob:
@@ -33,7 +33,7 @@ def test_an_upload_is_evaluated_by_a_real_worker_and_scored(tmp_path: Path) -> N
     release = release_import(path=FIXTURE_RELEASE).release
     team = TeamFactory()
     alice = member_of(team, "alice")
-    with celery_worker("eval.H200,results", tmp_path / "worker.log"):
+    with pipeline_workers(tmp_path):
         submission = submission_create(
             team=team, user=alice, release=release, hardware=HardwareProfile.objects.get(name="H200"),
             filename="rms_norm.py",

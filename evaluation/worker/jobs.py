@@ -1,10 +1,8 @@
-"""Job specs: what the web tier sends a GPU host, and how the host runs one.
+"""How a GPU worker runs one job spec (evaluation/protocol.py says what a spec holds).
 
-A spec holds public data only (the operator's public files, its shapes, the candidate's
-source, tolerances, the DSL and a secret seed). The host needs the broker and nothing
-else: no database, no hidden files. It reports through `publish`: progress after every
-shape, then the raw result, or a failure (the Celery task adds a heartbeat every
-`heartbeat_s` seconds).
+The worker needs the broker and nothing else: no database, no hidden files. It reports
+through `publish`: progress after every shape, then the raw result, or a failure (the
+Celery task adds a heartbeat every `heartbeat_s` seconds).
 
 Imports no Django: it runs on a bare GPU host.
 """
@@ -23,8 +21,8 @@ from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, evalu
 from evaluation.harness.release import ReleaseError, Tolerance, load_public_operator
 from evaluation.harness.results import ShapeResult, json_safe
 from evaluation.harness.sandbox import HarnessError
+from evaluation.protocol import SPEC_VERSION
 
-SPEC_VERSION = 1
 Publish = Callable[[str, dict[str, Any]], None]  # (event kind, payload)
 CheckStop = Callable[[], None]  # raises to abandon the run
 
@@ -32,20 +30,6 @@ CheckStop = Callable[[], None]  # raises to abandon the run
 def new_run_id() -> str:
     """One execution of a spec: a redelivered message runs the same attempt again."""
     return uuid.uuid4().hex
-
-
-def job_spec(*, job_id: int, attempt: int, operator: str, reference_py: str, input_py: str,
-             shapes_json: str, candidate_source: str, atol: float, rtol: float, dsl: str,
-             dsl_ratio_threshold: float, hardware: str, seed: int,
-             heartbeat_s: float = 0) -> dict[str, Any]:
-    return {
-        "version": SPEC_VERSION, "job_id": job_id, "attempt": attempt, "hardware": hardware,
-        "operator": {"name": operator, "reference_py": reference_py, "input_py": input_py,
-                     "shapes_json": shapes_json},
-        "candidate_source": candidate_source, "tolerance": {"atol": atol, "rtol": rtol},
-        "dsl": dsl, "dsl_ratio_threshold": dsl_ratio_threshold, "seed": seed,
-        "heartbeat_s": heartbeat_s,
-    }
 
 
 def run_job_spec(spec: dict[str, Any], publish: Publish,
@@ -58,6 +42,10 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
     """
     ids = {"job_id": spec["job_id"], "attempt": spec["attempt"],
            "worker": worker or socket.gethostname(), "run": run or new_run_id()}
+    if spec.get("version") != SPEC_VERSION:
+        publish("failed", {**ids, "reason": f"job spec version {spec.get('version')!r}: this "
+                           f"worker runs version {SPEC_VERSION}", "infrastructure": True})
+        return
     try:
         with tempfile.TemporaryDirectory(prefix="atrex-job-") as folder:
             operator_dir = Path(folder) / spec["operator"]["name"]

@@ -27,36 +27,16 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery
-from kombu.entity import Exchange, Queue
+from kombu.entity import Queue
 from kombu.message import Message
 
-STOP_EXCHANGE = Exchange("atrex.stop", type="fanout", durable=False, auto_delete=False)
+from evaluation.protocol import STOP_EXCHANGE, applies_to
+
 log = logging.getLogger(__name__)
 
 
 class RunStopped(Exception):
     """The portal asked this run to stop (cancelled, requeued or superseded)."""
-
-
-def stop_message(*, job_id: int, up_to_attempt: int, run: str = "") -> dict[str, Any]:
-    """Stops every run of `job_id` at attempt <= up_to_attempt (only `run`, if given)."""
-    return {"job_id": job_id, "up_to_attempt": up_to_attempt, "run": run}
-
-
-def publish_stop(app: Celery, message: dict[str, Any]) -> None:
-    with app.producer_or_acquire() as producer:
-        producer.publish(message, exchange=STOP_EXCHANGE, routing_key="", serializer="json",
-                         declare=[STOP_EXCHANGE], retry=True,
-                         retry_policy={"max_retries": 5, "interval_start": 0.2,
-                                       "interval_step": 0.5, "interval_max": 2})
-
-
-def applies_to(message: dict[str, Any], *, job_id: int, attempt: int, run: str) -> bool:
-    try:
-        return (message.get("job_id") == job_id and attempt <= int(message["up_to_attempt"])
-                and message.get("run", "") in ("", run))
-    except (KeyError, TypeError, ValueError):
-        return False
 
 
 def kill_children() -> int:

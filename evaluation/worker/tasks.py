@@ -1,4 +1,4 @@
-"""The GPU task: a thin shell around `evaluation.jobs.run_job_spec`.
+"""The GPU task: a thin shell around `evaluation.worker.jobs.run_job_spec`.
 
 It runs on a GPU host that consumes `eval.<hardware>` and reaches the broker only: results
 go back as messages on the results queue, never through the database.
@@ -9,13 +9,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from celery import Task, current_app, shared_task
+from celery import Task
 
-from evaluation.jobs import new_run_id, run_job_spec
-from evaluation.stop import RunStopped, StopWatch
+from evaluation.protocol import EVALUATE_TASK, RECORD_EVENT_TASK, RESULTS_QUEUE
+from evaluation.worker.app import app
+from evaluation.worker.jobs import new_run_id, run_job_spec
+from evaluation.worker.stop import RunStopped, StopWatch
 
-RESULTS_QUEUE = "results"
-RECORD_EVENT_TASK = "submissions.record_event"
 # Reports must outlive a broker restart: keep trying for about two minutes (a report that
 # never arrives leaves the job to the sweeper, which runs it again).
 PUBLISH_RETRY = {"max_retries": 60, "interval_start": 0.5, "interval_step": 0.5,
@@ -24,12 +24,11 @@ HEARTBEAT_RETRY = {"max_retries": 1, "interval_start": 0.5}  # the next one foll
 log = logging.getLogger(__name__)
 
 
-@shared_task(name="evaluation.evaluate_job", bind=True, acks_late=True,
-             reject_on_worker_lost=True)
+@app.task(name=EVALUATE_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
 def evaluate_job(self: Task, spec: dict[str, Any]) -> None:
     run, worker = new_run_id(), self.request.hostname
     ids = {"job_id": spec["job_id"], "attempt": spec["attempt"], "worker": worker, "run": run}
-    watch = StopWatch(current_app, job_id=spec["job_id"], attempt=spec["attempt"], run=run,
+    watch = StopWatch(app, job_id=spec["job_id"], attempt=spec["attempt"], run=run,
                       heartbeat=lambda: _send("heartbeat", ids, HEARTBEAT_RETRY),
                       heartbeat_s=float(spec.get("heartbeat_s") or 0))
 
@@ -46,5 +45,5 @@ def evaluate_job(self: Task, spec: dict[str, Any]) -> None:
 
 
 def _send(kind: str, payload: dict[str, Any], retry_policy: dict[str, float]) -> None:
-    current_app.send_task(RECORD_EVENT_TASK, args=[kind, payload], queue=RESULTS_QUEUE,
-                          retry=True, retry_policy=retry_policy)
+    app.send_task(RECORD_EVENT_TASK, args=[kind, payload], queue=RESULTS_QUEUE,
+                  retry=True, retry_policy=retry_policy)

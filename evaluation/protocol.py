@@ -1,0 +1,107 @@
+"""What the web tier and the GPU workers say to each other, defined once for both sides.
+
+The two sides share a broker and nothing else: the web tier (Django, the database, the
+hidden files) sends job specs to `eval.<hardware>` and stop messages to a fanout exchange;
+a GPU worker (evaluation/worker/, no Django, no hidden files) sends progress, heartbeats and
+results to `results`, where the web tier's `submissions.record_event` task stores them.
+
+A job spec holds public data only: the operator's public files, its shapes, the
+candidate's source, the DSL, a secret seed, and the comparison tolerance (the worker
+compares; the sandboxed child never receives it, and no message to a team names it).
+
+Imports no Django.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from celery import Celery
+from kombu.entity import Exchange
+
+SPEC_VERSION = 1
+EVALUATE_TASK = "evaluation.evaluate_job"  # GPU side: runs one job spec
+RECORD_EVENT_TASK = "submissions.record_event"  # web side: stores one report
+RESULTS_QUEUE = "results"
+STOP_EXCHANGE = Exchange("atrex.stop", type="fanout", durable=False, auto_delete=False)
+FILESYSTEM_BROKER = "filesystem://"
+# kombu's filesystem transport, with whole-message writes (evaluation/broker.py)
+FILESYSTEM_TRANSPORT = "evaluation.broker:Transport"
+
+
+def eval_queue(hardware: str) -> str:
+    """The queue GPU workers of one hardware profile consume."""
+    return f"eval.{hardware}"
+
+
+def job_spec(*, job_id: int, attempt: int, operator: str, reference_py: str, input_py: str,
+             shapes_json: str, candidate_source: str, atol: float, rtol: float, dsl: str,
+             dsl_ratio_threshold: float, hardware: str, seed: int,
+             heartbeat_s: float = 0) -> dict[str, Any]:
+    return {
+        "version": SPEC_VERSION, "job_id": job_id, "attempt": attempt, "hardware": hardware,
+        "operator": {"name": operator, "reference_py": reference_py, "input_py": input_py,
+                     "shapes_json": shapes_json},
+        "candidate_source": candidate_source, "tolerance": {"atol": atol, "rtol": rtol},
+        "dsl": dsl, "dsl_ratio_threshold": dsl_ratio_threshold, "seed": seed,
+        "heartbeat_s": heartbeat_s,
+    }
+
+
+def stop_message(*, job_id: int, up_to_attempt: int, run: str = "") -> dict[str, Any]:
+    """Stops every run of `job_id` at attempt <= up_to_attempt (only `run`, if given)."""
+    return {"job_id": job_id, "up_to_attempt": up_to_attempt, "run": run}
+
+
+def applies_to(message: dict[str, Any], *, job_id: int, attempt: int, run: str) -> bool:
+    try:
+        return (message.get("job_id") == job_id and attempt <= int(message["up_to_attempt"])
+                and message.get("run", "") in ("", run))
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def publish_stop(app: Celery, message: dict[str, Any]) -> None:
+    with app.producer_or_acquire() as producer:
+        producer.publish(message, exchange=STOP_EXCHANGE, routing_key="", serializer="json",
+                         declare=[STOP_EXCHANGE], retry=True,
+                         retry_policy={"max_retries": 5, "interval_start": 0.2,
+                                       "interval_step": 0.5, "interval_max": 2})
+
+
+def broker_settings(url: str, folder: Path, *, visibility_timeout_s: int = 3600) -> dict[str, Any]:
+    """Celery's broker settings, the same for both sides (lower-case Celery names).
+
+    `folder` holds the filesystem broker's messages (the embedded default: no server).
+    """
+    settings: dict[str, Any] = {"broker_url": url}
+    if url == FILESYSTEM_BROKER:
+        settings["broker_transport"] = FILESYSTEM_TRANSPORT
+        settings["broker_transport_options"] = {
+            "data_folder_in": str(folder / "queue"),
+            "data_folder_out": str(folder / "queue"),
+            "processed_folder": str(folder / "processed"),
+            # Exchange tables; kombu's default is ./control, i.e. wherever the process started.
+            "control_folder": str(folder / "control"),
+            "store_processed": False,
+        }
+        for name in ("queue", "processed", "control"):  # the transport expects them to exist
+            (folder / name).mkdir(parents=True, exist_ok=True)
+    elif url.startswith(("redis://", "rediss://")):
+        # A message taken by a worker that died unacknowledged (SIGKILL, lost host) is
+        # delivered again after this many seconds. It must exceed the longest job, or a
+        # running job is delivered twice (harmless: only one run holds the claim, but GPU
+        # time is wasted).
+        settings["broker_transport_options"] = {"visibility_timeout": visibility_timeout_s}
+    return settings
+
+
+# Both sides: a task is acknowledged when it ends, and one that a dying worker held goes back.
+TASK_SETTINGS: dict[str, Any] = {
+    "task_acks_late": True,
+    "task_reject_on_worker_lost": True,
+    "worker_prefetch_multiplier": 1,
+    "task_serializer": "json",
+    "accept_content": ["json"],
+}

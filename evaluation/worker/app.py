@@ -1,0 +1,62 @@
+"""The GPU worker's Celery app, configured from the environment alone (no Django).
+
+    celery -A evaluation.worker.app worker -Q eval.H200 --pool solo
+
+- CELERY_BROKER_URL: the broker (redis://, amqp://); default filesystem:// in
+  ATREX_BROKER_DIR (default $ATREX_VAR_DIR/broker, else ./var/broker), the embedded
+  default's folders, shared with the portal on one machine.
+- ATREX_BROKER_VISIBILITY_TIMEOUT (Redis): seconds before an unacknowledged job goes back.
+- ATREX_SANDBOX_UID / ATREX_SANDBOX_GID: the candidate's uid (one per worker on a host);
+  ATREX_SANDBOX_REQUIRED=1: refuse to start where the sandbox cannot be built.
+
+At start it removes the work areas of workers killed on this host (team source, outputs)
+and checks the sandbox once, so a misconfigured host fails at start, not on the first job.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from celery import Celery
+from celery.signals import worker_init
+
+from evaluation.harness.sandbox import SandboxSettings, planned_isolation, workdir_base
+from evaluation.harness.workarea import sweep_stale_areas
+from evaluation.protocol import FILESYSTEM_BROKER, TASK_SETTINGS, broker_settings
+
+log = logging.getLogger(__name__)
+
+
+def _broker_dir() -> Path:
+    explicit = os.environ.get("ATREX_BROKER_DIR")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("ATREX_VAR_DIR", "var")) / "broker"
+
+
+def _visibility_timeout() -> int:
+    raw = os.environ.get("ATREX_BROKER_VISIBILITY_TIMEOUT", "3600")
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"ATREX_BROKER_VISIBILITY_TIMEOUT={raw!r}: expected whole seconds >= 1")
+    return int(raw)
+
+
+app = Celery("atrex-gpu-worker", include=["evaluation.worker.tasks"])
+app.conf.update(**broker_settings(os.environ.get("CELERY_BROKER_URL", FILESYSTEM_BROKER),
+                                  _broker_dir(), visibility_timeout_s=_visibility_timeout()),
+                **TASK_SETTINGS)
+
+
+@worker_init.connect
+def _prepare_host(**_: Any) -> None:
+    settings = SandboxSettings()  # a malformed ATREX_SANDBOX_UID fails here, at start
+    swept = sweep_stale_areas(workdir_base(settings))
+    if swept:
+        log.warning("removed %d work area(s) left by killed workers: %s", len(swept),
+                    ", ".join(str(p) for p in swept))
+    isolation = planned_isolation(settings, ())  # raises when required and unavailable
+    log.info("sandbox: private root %s, uid %s%s", isolation.private_root, isolation.uid,
+             "".join(f"; {note}" for note in isolation.notes))
