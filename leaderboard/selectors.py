@@ -220,22 +220,34 @@ def analysis_points(*, release: Release, hardware: HardwareProfile,
             for r in rows]
 
 
-def rows_as_csv(rows: Sequence[dict[str, Any]], baselines: Sequence[dict[str, Any]] = ()) -> str:
+def rows_as_csv(rows: Sequence[dict[str, Any]], baselines: Sequence[dict[str, Any]] = (),
+                columns: Sequence[str] = COLUMNS) -> str:
     """The board's rows, then its unranked baseline rows (rank empty, badged "baseline")."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for row in [*rows, *baselines]:
-        writer.writerow({k: _csv_cell(row[k]) for k in COLUMNS})
+        writer.writerow({k: _csv_cell(row[k]) for k in columns})
     return buffer.getvalue()
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection): a
+# team's agent "=HYPERLINK(...)" would run for everyone who opens the export.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _csv_cell(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, list):
-        return "; ".join(value)
-    return value
+        value = "; ".join(value)
+    if not isinstance(value, str):
+        return value  # numbers stay numbers, negative ones included
+    if value.startswith(_FORMULA_STARTS):
+        value = "'" + value  # a leading quote: the spreadsheet reads the cell as text
+    # Python 3.11's writer leaves a field with a bare CR unquoted, and a spreadsheet starts a
+    # new row there, whose first cell could be a formula; a newline gets the field quoted.
+    return value.replace("\r", "\n")
 
 
 def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,

@@ -3,8 +3,6 @@ with JSON and CSV exports that carry the same numbers as the pages; admin board 
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from typing import Any, NamedTuple
 
@@ -196,11 +194,8 @@ def operator_board_export(request: HttpRequest, pk: int, hardware: str,
     data = _operator_board(request, pk, hardware, operator)
     release, profile, weight_set = data.pop("release"), data.pop("hardware"), data.pop("weight_set")
     if request.GET.get("format") == "csv":
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=OPERATOR_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(data["rows"])
-        response = HttpResponse(buffer.getvalue(), content_type="text/csv")
+        response = HttpResponse(rows_as_csv(data["rows"], columns=OPERATOR_COLUMNS),
+                                content_type="text/csv")
         response["Content-Disposition"] = (
             f'attachment; filename="{release.name}-v{release.version}-{profile.name}-'
             f'{operator}.csv"')

@@ -43,6 +43,9 @@ urlpatterns = [
     path("accounts/login/", limited_posts("login", "sign-in attempts")(
         auth_views.LoginView.as_view()), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Before admin/: the admin's own sign-in shares the limit (and the counts) of the one above.
+    path("admin/login/", limited_posts("login", "sign-in attempts")(admin.site.login),
+         name="admin-login"),
     path("admin/", admin.site.urls),
     path("api/releases/", catalog_api.ReleaseListApi.as_view(), name="api-releases"),
     path("api/releases/<int:pk>/operators/", catalog_api.ReleaseOperatorsApi.as_view(),

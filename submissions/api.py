@@ -21,7 +21,13 @@ from portal.api_schema import errors
 from portal.ratelimit import exceeded, limit
 from submissions.models import EvaluationJob, Submission
 from submissions.selectors import submission_detail, submission_visible, submissions_visible
-from submissions.services import job_cancel, quota_status, submission_create
+from submissions.services import (
+    MAX_BIG_INTEGER,
+    MAX_NOTES_CHARS,
+    job_cancel,
+    quota_status,
+    submission_create,
+)
 
 
 def acting_team(request: Request) -> Team:
@@ -35,13 +41,15 @@ def acting_team(request: Request) -> Team:
 
 class SubmissionIn(serializers.Serializer):
     file = serializers.FileField()
-    release = serializers.IntegerField()
+    # Bounded by what the columns hold: a larger number would overflow in the database driver.
+    release = serializers.IntegerField(min_value=0, max_value=MAX_BIG_INTEGER)
     hardware = serializers.CharField()
     operator = serializers.CharField(required=False, allow_blank=True)
     agent = serializers.CharField(required=False, allow_blank=True, max_length=100)
     model = serializers.CharField(required=False, allow_blank=True, max_length=100)
-    output_tokens = serializers.IntegerField(required=False, min_value=0, allow_null=True)
-    notes = serializers.CharField(required=False, allow_blank=True, max_length=10000)
+    output_tokens = serializers.IntegerField(required=False, min_value=0, max_value=MAX_BIG_INTEGER,
+                                             allow_null=True)
+    notes = serializers.CharField(required=False, allow_blank=True, max_length=MAX_NOTES_CHARS)
 
 
 # A submission's status summarises its jobs' (submissions.selectors.submission_status).

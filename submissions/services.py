@@ -32,6 +32,10 @@ from submissions.results import RESCORE_TASK
 from submissions.upload import UploadLimits, UploadRejected, read_upload
 
 ACTIVE = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.RUNNING)
+# The largest value a PositiveBigIntegerField or BigAutoField holds: a larger number reaches
+# the database driver as an overflow (a 500), so it is refused before.
+MAX_BIG_INTEGER = 2**63 - 1
+MAX_NOTES_CHARS = 10_000
 
 
 class QuotaExceeded(Exception):
@@ -81,6 +85,7 @@ def submission_create(*, team: Team, user: object | None, release: Release,
     Raises UploadRejected (nothing stored) or QuotaExceeded (nothing stored). Jobs are sent
     to the GPU queue only once the transaction has committed.
     """
+    _check_metadata(agent=agent, model_name=model_name, output_tokens=output_tokens, notes=notes)
     operators = {op.name: op for op in release.operators.all()}
     sources = read_upload(filename=filename, data=data, operators=operators, operator=operator,
                           limits=upload_limits())
@@ -116,6 +121,19 @@ def submission_create(*, team: Team, user: object | None, release: Release,
 
         transaction.on_commit(dispatch_all)
     return submission
+
+
+def _check_metadata(*, agent: str, model_name: str, output_tokens: int | None,
+                    notes: str) -> None:
+    """Refuse what the database would fail on (a 500) or silently cut: UploadRejected."""
+    if output_tokens is not None and not 0 <= output_tokens <= MAX_BIG_INTEGER:
+        raise UploadRejected(f"output_tokens: expected a whole number from 0 to {MAX_BIG_INTEGER}")
+    for name, value, limit in (("agent", agent, 100), ("model", model_name, 100),
+                               ("notes", notes, MAX_NOTES_CHARS)):
+        if len(value) > limit:
+            raise UploadRejected(f"{name}: at most {limit} characters")
+        if "\x00" in value:  # PostgreSQL cannot store NUL in text
+            raise UploadRejected(f"{name}: text may not contain NUL characters")
 
 
 def _evaluated_shapes(operator: Operator) -> list[str]:

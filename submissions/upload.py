@@ -15,6 +15,7 @@ import ast
 import io
 import stat
 import tarfile
+import threading
 import zipfile
 import zlib
 from collections.abc import Iterable
@@ -25,6 +26,12 @@ from typing import Protocol
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
 _NESTED_ARCHIVE_SUFFIXES = (".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".whl")
 _TAR_OVERHEAD_BYTES = 1024 * 1024  # headers and padding allowed on top of the file limits
+# CPython 3.11 counts the AST constructor's recursion depth in state shared by all threads; a
+# garbage collection inside ast.parse can let another thread parse meanwhile, and the count then
+# comes out wrong: "SystemError: AST constructor recursion depth mismatch" (python/cpython
+# issue 106905, fixed upstream by PR 113035; the 3.11.7 in use has it). So parallel uploads in
+# one web process parse one at a time.
+_PARSE_LOCK = threading.Lock()
 
 
 class UploadRejected(Exception):
@@ -75,13 +82,25 @@ def _checked_source(path: str, content: bytes) -> str:
         source = content.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UploadRejected(f"{path} is not UTF-8 text (byte {exc.start})") from None
-    try:
-        tree = ast.parse(source, filename=path)
-    except SyntaxError as exc:
-        raise UploadRejected(f"{path}: syntax error on line {exc.lineno}: {exc.msg}") from None
-    if not _defines_model(tree):
+    if not _defines_model(_parsed(path, source)):
         raise UploadRejected(f"{path} defines no class Model (or ModelNew)")
     return source
+
+
+def _parsed(path: str, source: str) -> ast.Module:
+    """The source's syntax tree; any way the parser can fail is a rejection, never a 500."""
+    try:
+        with _PARSE_LOCK:
+            return ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        raise UploadRejected(f"{path}: syntax error on line {exc.lineno}: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        # What CPython raises for an expression nested (or chained) thousands deep: the parser's
+        # own stack overflows (MemoryError) or building the tree recurses too far.
+        raise UploadRejected(f"{path} is nested too deeply to be read: split deeply nested or "
+                             "very long chained expressions") from None
+    except (SystemError, ValueError) as exc:
+        raise UploadRejected(f"{path} could not be parsed ({type(exc).__name__}: {exc})") from None
 
 
 def _defines_model(tree: ast.Module) -> bool:

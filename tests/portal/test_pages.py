@@ -64,3 +64,35 @@ def test_a_rejected_form_upload_shows_its_message_and_stores_nothing(alice_clien
     assert response.status_code == 400
     assert 'id="upload-error"' in response.content.decode()
     assert Submission.objects.count() == 0
+
+
+THIRTY_DIGITS = "1" * 30
+HONEST = (SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes()
+# (what is bad, the form fields it changes, the source uploaded, what the message says)
+BAD_UPLOADS = {
+    "30-digit output tokens": ({"output_tokens": THIRTY_DIGITS}, HONEST, "output_tokens"),
+    "5000-digit output tokens": ({"output_tokens": "9" * 5000}, HONEST, "output_tokens"),
+    "superscript digit tokens": ({"output_tokens": "\u00b2"}, HONEST, "output_tokens"),
+    "30-digit release": ({"release": THIRTY_DIGITS}, HONEST, "release"),
+    "NUL in the agent": ({"agent": "bot\x00"}, HONEST, "NUL"),
+    "NUL in the hardware": ({"hardware": "H200\x00"}, HONEST, "NUL"),
+    "notes too long": ({"notes": "n" * 10001}, HONEST, "notes"),
+    "nested parentheses": ({}, ("(" * 100000 + ")" * 100000).encode(), "nested parentheses"),
+    "unary minus chain": ({}, ("-" * 200000 + "1").encode(), "nested too deeply"),
+    "nested brackets": ({}, ("[" * 5000).encode(), "nested parentheses"),
+    "long addition": ({}, ("x = " + "+".join(["1"] * 200000)).encode(), "nested too deeply"),
+}
+
+
+@pytest.mark.parametrize("fields, source, message", BAD_UPLOADS.values(), ids=BAD_UPLOADS.keys())
+def test_a_bad_value_in_the_upload_form_is_a_400_with_its_reason_and_stores_nothing(
+        alice_client: Client, release_pk: int, fields: dict[str, str], source: bytes,
+        message: str) -> None:
+    upload = io.BytesIO(source)
+    upload.name = "rms_norm.py"
+    response = alice_client.post("/submit/", {"file": upload, "release": release_pk,
+                                              "hardware": "H200", **fields})
+    assert response.status_code == 400
+    error = re.search(r'id="upload-error">([^<]*)<', response.content.decode())
+    assert error is not None and message in error.group(1)
+    assert Submission.objects.count() == 0

@@ -61,3 +61,19 @@ def test_a_window_is_not_cut_at_a_clock_boundary(monkeypatch: pytest.MonkeyPatch
     assert [ratelimit.exceeded(rule, "10.0.0.5") for _ in range(3)] == [None, None, None]
     now[0] = 6_000_060.5  # a minute boundary passed; the window has 59 s left
     assert ratelimit.exceeded(rule, "10.0.0.5") == 59
+
+
+@override_settings(ATREX_RATE_LIMITS={**LIMITS, "login": (10, 60)})
+def test_admin_sign_in_attempts_are_limited_like_the_portals() -> None:
+    UserFactory(username="root", is_staff=True, is_superuser=True)
+    client = Client(REMOTE_ADDR="10.0.0.7")
+    responses = [client.post("/admin/login/", {"username": "root", "password": "guess"})
+                 for _ in range(12)]
+    assert [r.status_code for r in responses] == [200] * 10 + [429, 429]
+    assert int(responses[-1]["Retry-After"]) > 0
+    # One budget per address across both sign-in pages: the portal's is spent too.
+    assert client.post("/accounts/login/", {"username": "root", "password": "guess"}
+                       ).status_code == 429
+    assert Client(REMOTE_ADDR="10.0.0.8").post(
+        "/admin/login/", {"username": "root", "password": "correct horse battery"}
+    ).status_code == 302

@@ -3,6 +3,7 @@ and the release's DSL settings."""
 
 from __future__ import annotations
 
+import io
 from datetime import timedelta
 
 import pytest
@@ -14,7 +15,7 @@ from evaluation.models import HardwareProfile, Shape
 from leaderboard.services import rescore_submission, weight_set_from_release
 from portal.accounts.models import token_create
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from tests.conftest import FIXTURE_RELEASE
+from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory
 
 pytestmark = pytest.mark.django_db
@@ -67,3 +68,30 @@ def test_the_schema_describes_the_score_and_the_threshold() -> None:
     assert {"current", "aggregate", "decode", "by_operator"} <= set(
         components["SubmissionScoreOut"]["properties"])
     assert "dsl_ratio_threshold" in components["ReleaseOut"]["properties"]
+
+
+HONEST = (SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes()
+THIRTY_DIGITS = "1" * 30
+# (what is bad, the form fields it changes, the source uploaded, what the message says)
+BAD_UPLOADS = {
+    "30-digit output tokens": ({"output_tokens": THIRTY_DIGITS}, HONEST, "output_tokens"),
+    "30-digit release": ({"release": THIRTY_DIGITS}, HONEST, "release"),
+    "nested parentheses": ({}, ("(" * 100000 + ")" * 100000).encode(), "nested parentheses"),
+    "unary minus chain": ({}, ("-" * 200000 + "1").encode(), "nested too deeply"),
+    "nested brackets": ({}, ("[" * 5000).encode(), "nested parentheses"),
+    "long addition": ({}, ("x = " + "+".join(["1"] * 200000)).encode(), "nested too deeply"),
+}
+
+
+@pytest.mark.parametrize("fields, source, message", BAD_UPLOADS.values(), ids=BAD_UPLOADS.keys())
+def test_a_bad_value_in_an_api_upload_is_a_400_with_its_reason_and_stores_nothing(
+        fields: dict[str, str], source: bytes, message: str) -> None:
+    release = release_import(path=FIXTURE_RELEASE).release
+    _, token = token_create(team=TeamFactory(), name="cli")
+    upload = io.BytesIO(source)
+    upload.name = "rms_norm.py"
+    response = token_client(token).post("/api/submissions/", {
+        "file": upload, "release": release.pk, "hardware": "H200", **fields})
+    assert response.status_code == 400
+    assert message in str(response.json())
+    assert not Submission.objects.exists() and not Candidate.objects.exists()

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import stat
+import sys
 import tarfile
+import threading
 import warnings
 import zipfile
+from collections import Counter
 
 import pytest
 
@@ -160,3 +164,61 @@ def test_other_file_types_and_damaged_archives_are_rejected() -> None:
     reject("a.zip", b"not a zip", "damaged")
     reject("a.tar.gz", b"not gzip", "damaged")
     reject("a.zip", make_zip([("notes.txt", b"hi")]), "only <operator>.py files")
+
+
+# Sources CPython cannot parse: the parser's stack overflows (MemoryError) or building the
+# tree recurses too far (RecursionError), or the nesting limit is a SyntaxError.
+TOO_DEEP = {
+    "parentheses": "(" * 100000 + ")" * 100000,
+    "unary minus": "-" * 200000 + "1",
+    "brackets": "[" * 5000,
+    "a long chain": "x = " + "+".join(["1"] * 200000),
+    "attributes": "a" + ".a" * 200000,
+}
+
+
+@pytest.mark.parametrize("source", TOO_DEEP.values(), ids=TOO_DEEP.keys())
+def test_a_deeply_nested_source_is_rejected_not_crashed(source: str) -> None:
+    reject("rms_norm.py", source.encode(), "nested too deeply|too many nested parentheses")
+    reject("a.zip", make_zip([("rms_norm.py", source.encode())]),
+           "nested too deeply|too many nested parentheses")
+
+
+def test_parallel_uploads_parse_cleanly_while_the_garbage_collector_runs() -> None:
+    """Eight threads parse at once while collections run finalizers that switch threads:
+    without one parse at a time, CPython 3.11 raises "AST constructor recursion depth
+    mismatch" (a SystemError) for some of them."""
+
+    class Cycle:
+        def __init__(self) -> None:
+            self.me = self
+
+        def __del__(self) -> None:
+            sum(range(50))  # Python code in a collection: the interpreter may switch threads
+
+    nested = "(" * 50 + "1" + ")" * 50
+    source = GOOD + f"x = {nested}\ny = [{', '.join(['{1: [2, (3, 4)]}'] * 300)}]\n".encode()
+    outcomes: Counter[str] = Counter()
+
+    def uploads() -> None:
+        for _ in range(50):
+            Cycle()
+            try:
+                read_upload(filename="rms_norm.py", data=source, operators=OPERATORS)
+                outcomes["accepted"] += 1
+            except UploadRejected as exc:
+                outcomes[f"rejected: {exc}"] += 1
+
+    interval, thresholds = sys.getswitchinterval(), gc.get_threshold()
+    sys.setswitchinterval(1e-6)
+    gc.set_threshold(50, 1, 1)
+    try:
+        threads = [threading.Thread(target=uploads) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+    finally:
+        sys.setswitchinterval(interval)
+        gc.set_threshold(*thresholds)
+    assert outcomes == {"accepted": 8 * 50}
