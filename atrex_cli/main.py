@@ -436,11 +436,16 @@ def cmd_leaderboard(args: argparse.Namespace, err: Console) -> int:
     for column in columns:
         table.add_column(column.replace("_rate", "").replace("_", " "))
     for row in rows:
-        table.add_row(*(_cell(row.get(c)) for c in columns))
+        # A missing score is a correct result without a GPU time: not timed, not 0.
+        table.add_row(*("not timed" if c in SCORE_COLUMNS and row.get(c) is None
+                        else _cell(row.get(c)) for c in columns))
     if not rows:
         table.caption = "no ranked submissions yet"
     _out().print(table)
     return EXIT_OK
+
+
+SCORE_COLUMNS = ("score", "aggregate", "memory", "compute", "prefill", "decode")
 
 
 def _cell(value: Any) -> str:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import fnmatch
 import io
 import zipfile
 
+from django.conf import settings
 from django.db.models import Count, QuerySet
 
 from evaluation.models import Operator, Release
+
+# The dev tier: tiny shapes a release carries for CPU checks (Triton's interpreter). They are
+# never part of the scored tier, which is what GPU deployments evaluate and boards count.
+DEV_TIER = "dev-*"
 
 PUBLIC_FILES = ("reference.py", "input.py", "shapes.json")
 
@@ -38,3 +44,16 @@ def bundle_zip(release: Release, operator: Operator | None = None) -> bytes:
             for name, content in public_files(op).items():
                 archive.writestr(f"{release.name}/data/{op.name}/{name}", content)
     return buffer.getvalue()
+
+
+def evaluated_shape_ids(operator: Operator, shape_filter: str | None = None) -> list[str]:
+    """The operator's shapes a job evaluates here, in release order.
+
+    `shape_filter` (default: the ATREX_SHAPE_FILTER setting) is a glob over shape ids; empty
+    means the scored tier, every shape but the dev tier.
+    """
+    pattern = settings.ATREX_SHAPE_FILTER if shape_filter is None else shape_filter
+    ids = list(operator.shapes.order_by("position").values_list("shape_id", flat=True))
+    if not pattern:
+        return [i for i in ids if not fnmatch.fnmatchcase(i, DEV_TIER)]
+    return [i for i in ids if fnmatch.fnmatchcase(i, pattern)]

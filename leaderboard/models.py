@@ -58,6 +58,11 @@ class SubmissionScore(models.Model):
     dsl_adoption_rate = models.FloatField()
     mixed_shapes = models.PositiveIntegerField(default=0)
     fallback_shapes = models.PositiveIntegerField(default=0)
+    # Whole evaluations only are ranked: False while a job is queued or running, or after one
+    # ended by an infrastructure failure (boards show "evaluating" instead).
+    complete = models.BooleanField(default=True)
+    unevaluated_shapes = models.PositiveIntegerField(default=0)  # cancelled/failed jobs: 0
+    lost_jobs = models.PositiveIntegerField(default=0)  # ended by an infrastructure failure
     by_operator = models.JSONField()
     computed_at = models.DateTimeField(auto_now=True)
 

@@ -8,7 +8,14 @@
 - S_agg = sum_op w_op * S_op with weights normalised over the release's operators; an
   operator without a candidate scores 0.
 - S per regime / phase: the same over the shapes of that regime / phase only, with the
-  weights renormalised over the operators that have such shapes.
+  weights renormalised over the operators that have such shapes. A shape's regime is the
+  harness's (`evaluation.harness.roofline.regime`); a balanced shape counts on both the
+  memory- and the compute-bound board. A shape's phase is its own where the release gives
+  one, else its operator's.
+- Only whole evaluations are ranked: a submission whose jobs have not all ended, or one
+  ended by an infrastructure failure, is `complete=False`. The shapes of a job that ended
+  without reporting them (cancelled, or failed) score 0, as failed shapes do, and are
+  counted in `unevaluated_shapes` so boards can say so.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 NATIVE, MIXED = "native", "mixed"
-MEMORY, COMPUTE = "memory", "compute"
+MEMORY, COMPUTE, BALANCED = "memory", "compute", "balanced"
 
 
 class WeightError(ValueError):
@@ -35,8 +42,9 @@ class ShapeOutcome:
     verdict: str | None
     attainment: float | None  # None: not measured (CPU) or not computable
     suspicious: bool = False
-    regime: str | None = None  # "memory" or "compute"
+    regime: str | None = None  # "memory", "compute" or "balanced"
     phase: str | None = None  # "prefill", "decode" or "prefill/decode"
+    evaluated: bool = True  # False: its job ended without reporting it (scores 0)
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,9 @@ class SubmissionScore:
     dsl_adoption_rate: float
     mixed_shapes: int = 0  # correct shapes partly in the DSL (badged on boards)
     fallback_shapes: int = 0  # correct shapes run by PyTorch, a vendor library or torch.compile
+    complete: bool = True  # every job ended, none by an infrastructure failure: rankable
+    unevaluated_shapes: int = 0  # shapes of cancelled or failed jobs, scored 0
+    lost_jobs: int = 0  # jobs ended by an infrastructure failure (not the team's doing)
 
 
 def shape_score(outcome: ShapeOutcome, policy: ScoringPolicy = ScoringPolicy()) -> float | None:
@@ -103,16 +114,9 @@ def unweighted_mean(by_operator: Mapping[str, float | None], operators: Sequence
     return float(statistics.fmean(v for v in values if v is not None))
 
 
-def regime(w_flops: float, q_bytes: float, ridge_point: float) -> str:
-    """Compute-bound when the arithmetic intensity reaches the hardware's ridge point."""
-    if q_bytes <= 0:
-        return COMPUTE
-    return COMPUTE if w_flops / q_bytes >= ridge_point else MEMORY
-
-
 SUBSETS: Mapping[str, Callable[[ShapeOutcome], bool]] = {
-    "memory": lambda o: o.regime == MEMORY,
-    "compute": lambda o: o.regime == COMPUTE,
+    "memory": lambda o: o.regime in (MEMORY, BALANCED),
+    "compute": lambda o: o.regime in (COMPUTE, BALANCED),
     "prefill": lambda o: "prefill" in (o.phase or ""),
     "decode": lambda o: "decode" in (o.phase or ""),
 }
@@ -134,12 +138,16 @@ class SubmissionSummary:
     native: int
     mixed: int = 0
     fallback: int = 0
+    complete: bool = True
+    unevaluated: int = 0
+    lost_jobs: int = 0
 
     def as_json(self) -> dict[str, object]:
         return {"ranked": self.ranked, "by_operator": dict(self.by_operator),
                 "by_subset": {k: dict(v) for k, v in self.by_subset.items()},
                 "shapes": self.shapes, "correct": self.correct, "native": self.native,
-                "mixed": self.mixed, "fallback": self.fallback}
+                "mixed": self.mixed, "fallback": self.fallback, "complete": self.complete,
+                "unevaluated": self.unevaluated, "lost_jobs": self.lost_jobs}
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> SubmissionSummary:
@@ -148,12 +156,20 @@ class SubmissionSummary:
                    shapes=int(data["shapes"]), correct=int(data["correct"]),  # type: ignore[call-overload]
                    native=int(data["native"]),  # type: ignore[call-overload]
                    mixed=int(data.get("mixed", 0)),  # type: ignore[call-overload]
-                   fallback=int(data.get("fallback", 0)))  # type: ignore[call-overload]
+                   fallback=int(data.get("fallback", 0)),  # type: ignore[call-overload]
+                   complete=bool(data.get("complete", True)),
+                   unevaluated=int(data.get("unevaluated", 0)),  # type: ignore[call-overload]
+                   lost_jobs=int(data.get("lost_jobs", 0)))  # type: ignore[call-overload]
 
 
-def summarise(outcomes: Sequence[ShapeOutcome],
-              policy: ScoringPolicy = ScoringPolicy()) -> SubmissionSummary:
-    """Per-operator medians, overall and per subset, and the rates' counts."""
+def summarise(outcomes: Sequence[ShapeOutcome], policy: ScoringPolicy = ScoringPolicy(), *,
+              complete: bool = True, lost_jobs: int = 0) -> SubmissionSummary:
+    """Per-operator medians, overall and per subset, and the rates' counts.
+
+    `complete` says whether the evaluation is whole (every job ended, none by an
+    infrastructure failure, of which there were `lost_jobs`); an incomplete one is never
+    ranked.
+    """
     return SubmissionSummary(
         ranked=not any(o.suspicious for o in outcomes),
         by_operator=_by_operator(outcomes, policy, lambda o: True),
@@ -163,6 +179,9 @@ def summarise(outcomes: Sequence[ShapeOutcome],
         native=sum(o.correct and o.verdict == NATIVE for o in outcomes),
         mixed=sum(o.correct and o.verdict == MIXED for o in outcomes),
         fallback=sum(o.correct and (o.verdict or "").startswith("fallback") for o in outcomes),
+        complete=complete and not lost_jobs,
+        unevaluated=sum(not o.evaluated for o in outcomes),
+        lost_jobs=lost_jobs,
     )
 
 
@@ -194,6 +213,8 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
         correctness_rate=summary.correct / total if total else 0.0,
         dsl_adoption_rate=summary.native / total if total else 0.0,
         mixed_shapes=summary.mixed, fallback_shapes=summary.fallback,
+        complete=summary.complete, unevaluated_shapes=summary.unevaluated,
+        lost_jobs=summary.lost_jobs,
     )
 
 

@@ -6,10 +6,12 @@ import csv
 import io
 import statistics
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
 from django.db.models import F
+from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from evaluation.harness.release import ShapeRoofline
@@ -17,8 +19,8 @@ from evaluation.harness.roofline import roofline_point
 from evaluation.models import HardwareProfile, Operator, Release
 from leaderboard.models import BoardFreeze, SubmissionScore, WeightSet
 from leaderboard.scoring import ScoringPolicy, ShapeOutcome, combine, solve_rate, summarise
-from leaderboard.services import shape_regime
-from submissions.models import ShapeResult, Submission
+from leaderboard.services import scoring_context, shape_regime
+from submissions.models import Submission
 
 NUMBER_COLUMNS = ("aggregate", "memory", "compute", "prefill", "decode", "unweighted_mean",
                   "correctness_rate", "dsl_adoption_rate")
@@ -47,48 +49,75 @@ def board_freeze(release: Release, hardware: HardwareProfile) -> BoardFreeze | N
 
 _BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name",
                  "submission__created_at", "submission__output_tokens", "submission__agent",
-                 "submission__model_name", "ranked", "mixed_shapes", "fallback_shapes",
-                 *NUMBER_COLUMNS)
+                 "submission__model_name", "ranked", "complete", "unevaluated_shapes", "lost_jobs",
+                 "mixed_shapes", "fallback_shapes", *NUMBER_COLUMNS)
+# The shape subsets a board of that name covers (the aggregate board covers every shape).
+SUBSET_BOARDS = ("memory", "compute", "prefill", "decode")
+
+
+def best_first(value: float | None, correctness: float, created: datetime) -> tuple[float, ...]:
+    """One rule for a team's best submission on every board, its own S_op board included:
+    the higher score; on a tie, the higher correctness rate; then the newer submission.
+
+    "Not timed" (None: a correct native shape without a GPU time) is not 0: it ranks below
+    every measured positive score and above a 0, which is a measured failure or a fallback.
+    """
+    return (-(value or 0.0), value is not None, -correctness, -created.timestamp())
+
+
+def ranked_order(value: float | None, correctness: float, created: datetime) -> tuple[float, ...]:
+    """Teams on a board: the same, except that of two equal teams the earlier one leads."""
+    return (-(value or 0.0), value is not None, -correctness, created.timestamp())
 
 
 def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
                all_submissions: bool = False, sort: str = "aggregate",
                board: str = "aggregate") -> list[dict[str, Any]]:
-    """Ranked rows of one board: each team's best submission by the board's score.
+    """Ranked rows of one board: each team's best submission by the board's score
+    (`best_first`), among its whole evaluations (every job ended).
 
-    With `all_submissions`, every submission is a row, quarantined ones too (unranked,
-    badged). A frozen board leaves out submissions made after it was frozen.
+    With `all_submissions`, every submission is a row, quarantined and still evaluating ones
+    too (unranked, badged). A frozen board leaves out submissions made after it was frozen.
     """
     if board not in BOARDS:
         raise Http404("no such board")
+    if board in SUBSET_BOARDS and not board_has_shapes(release, hardware, board):
+        return []  # no shape of the release falls in this board's subset on this hardware
     scores = (SubmissionScore.objects
               .filter(weight_set=weight_set, submission__hardware=hardware,
                       submission__release=release, submission__team__hidden=False,
                       submission__baseline="")
               .values(*_BOARD_FIELDS))  # plain rows: a board can hold 10,000 submissions
-    if board != "aggregate":
-        scores = scores.filter(**{f"{board}__isnull": False})
     freeze = board_freeze(release, hardware)
     if freeze is not None:
         scores = scores.filter(submission__created_at__lte=freeze.frozen_at)
     if not all_submissions:
-        scores = scores.filter(ranked=True)
+        scores = scores.filter(ranked=True, complete=True)
         if connection.vendor == "postgresql":
-            # The best submission per team, chosen by the database: one row per team comes back.
-            scores = scores.order_by("submission__team_id", F(board).desc(nulls_last=True),
-                                     "submission__created_at").distinct("submission__team_id")
-    ordered = sorted(scores, key=lambda s: (not s["ranked"], -(s[board] or 0.0),
-                                            s["submission__created_at"]))
+            # The best submission per team (best_first), chosen by the database: one row per
+            # team comes back.
+            scores = scores.order_by("submission__team_id", Coalesce(F(board), 0.0).desc(),
+                                     F(board).asc(nulls_first=True),
+                                     F("correctness_rate").desc(),
+                                     F("submission__created_at").desc()
+                                     ).distinct("submission__team_id")
+    best: dict[int, dict[str, Any]] = {}
+    for score in scores:
+        team = score["submission__team_id"]
+        key = best_first(score[board], score["correctness_rate"], score["submission__created_at"])
+        if all_submissions or team not in best or key < best_first(
+                best[team][board], best[team]["correctness_rate"],
+                best[team]["submission__created_at"]):
+            best[score["submission_id"] if all_submissions else team] = score
+    ordered = sorted(best.values(), key=lambda s: (
+        not (s["ranked"] and s["complete"]),
+        *ranked_order(s[board], s["correctness_rate"], s["submission__created_at"])))
     rows: list[dict[str, Any]] = []
-    seen: set[int] = set()
     rank = 0
     for score in ordered:
-        team = score["submission__team_id"]
-        if not all_submissions and team in seen:
-            continue
-        seen.add(team)
-        rank += score["ranked"]
-        rows.append(_row(score, rank=rank if score["ranked"] else None))
+        rankable = score["ranked"] and score["complete"]
+        rank += rankable
+        rows.append(_row(score, rank=rank if rankable else None))
     if sort in NUMBER_COLUMNS and sort != board:
         rows.sort(key=lambda r: -(r[sort] if r[sort] is not None else -1.0))
     return rows
@@ -108,6 +137,12 @@ def _row(score: dict[str, Any], rank: int | None) -> dict[str, Any]:
 
 def _badges(score: dict[str, Any]) -> list[str]:
     badges = []
+    if score.get("lost_jobs"):
+        badges.append("evaluation lost (infrastructure): not ranked until re-run")
+    elif not score.get("complete", True):
+        badges.append("evaluating")
+    if score.get("unevaluated_shapes"):
+        badges.append(f"{score['unevaluated_shapes']} shapes not evaluated (0)")
     if not score["ranked"]:
         badges.append("suspicious")
     if score["fallback_shapes"]:
@@ -115,6 +150,11 @@ def _badges(score: dict[str, Any]) -> list[str]:
     if score["mixed_shapes"]:
         badges.append("mixed")
     return badges
+
+
+def board_has_shapes(release: Release, hardware: HardwareProfile, board: str) -> bool:
+    """Whether any shape this deployment evaluates falls in the subset `board` ranks."""
+    return bool(scoring_context(release).subset_operators(hardware).get(board))
 
 
 def baseline_rows(*, release: Release, hardware: HardwareProfile,
@@ -186,15 +226,14 @@ def _production_outcomes(release: Release,
             entry = roofline.get(shape_id)
             if not timing or not entry or not timing.get("performance_us"):
                 continue
-            point = roofline_point(ShapeRoofline(
-                w_flops=entry["semantic_W_flops"], q_read_bytes=entry["semantic_Q_read_bytes"],
-                q_write_bytes=entry["semantic_Q_write_bytes"]), profile)
+            point = roofline_point(ShapeRoofline.from_json(entry, hidden.roofline), profile)
             if timing.get("framework"):
                 frameworks.add(str(timing["framework"]))
             outcomes.append(ShapeOutcome(
                 operator=op.name, shape_id=shape_id, correct=True, verdict="native",
                 attainment=point.sol_s / (float(timing["performance_us"]) * 1e-6),
-                regime=shape_regime(op, shape_id, hardware), phase=metadata.get("phase")))
+                regime=shape_regime(op, shape_id, hardware),
+                phase=(meta or {}).get("phase") or metadata.get("phase")))
     return outcomes, frameworks
 
 
@@ -207,7 +246,7 @@ def analysis_points(*, release: Release, hardware: HardwareProfile,
                     weight_set: WeightSet) -> list[dict[str, Any]]:
     """Every ranked submission that reported output tokens: tokens spent against S_agg."""
     rows = (SubmissionScore.objects
-            .filter(weight_set=weight_set, ranked=True, submission__hardware=hardware,
+            .filter(weight_set=weight_set, ranked=True, complete=True, submission__hardware=hardware,
                     submission__release=release, submission__team__hidden=False,
                     submission__baseline="", submission__output_tokens__isnull=False,
                     aggregate__isnull=False)
@@ -252,46 +291,39 @@ def _csv_cell(value: Any) -> Any:
 
 def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
                    operator: str) -> dict[str, Any]:
-    """Best S_op per team, and the operator's difficulty across teams."""
-    scores = (SubmissionScore.objects
-              .filter(weight_set=weight_set, ranked=True, submission__hardware=hardware,
-                      submission__release=release, submission__team__hidden=False,
-                      submission__candidates__operator__name=operator)
-              .select_related("submission__team"))
-    best: dict[int, tuple[float, SubmissionScore]] = {}
+    """Best S_op per team (`best_first`, the correctness being this operator's), and the
+    operator's difficulty across teams."""
+    scores = list(SubmissionScore.objects
+                  .filter(weight_set=weight_set, ranked=True, complete=True,
+                          submission__hardware=hardware, submission__release=release,
+                          submission__team__hidden=False, submission__baseline="",
+                          submission__candidates__operator__name=operator)
+                  .select_related("submission__team", "submission__hardware"))
+    # the shapes each job covers, unevaluated ones of a cancelled job included
+    by_submission = scoring_context(release).outcomes_by_submission([s.submission for s in scores])
+    outcomes = {pk: [o for o in shapes if o.operator == operator]
+                for pk, shapes in by_submission.items()}
+    correctness = {pk: (sum(o.correct for o in shapes) / len(shapes) if shapes else 0.0)
+                   for pk, shapes in outcomes.items()}
+    best: dict[int, tuple[tuple[float, ...], float | None, SubmissionScore]] = {}
     for score in scores:
         value = (score.by_operator or {}).get(operator)
-        if value is None:
-            continue
         team = score.submission.team_id
-        if team not in best or value > best[team][0]:
-            best[team] = (float(value), score)
-    ordered = sorted(best.values(), key=lambda item: (-item[0], item[1].submission.created_at))
+        key = best_first(value, correctness[score.submission_id], score.submission.created_at)
+        if team not in best or key < best[team][0]:
+            best[team] = (key, value, score)
+    ordered = sorted(best.values(), key=lambda item: ranked_order(
+        item[1], correctness[item[2].submission_id], item[2].submission.created_at))
     rows = [{"rank": i + 1, "team": s.submission.team.name, "submission": s.submission.pk,
-             "score": value, "date": s.submission.created_at.date().isoformat()}
-            for i, (value, s) in enumerate(ordered)]
-    values = [value for value, _ in ordered]
+             "score": value, "correctness_rate": correctness[s.submission_id],
+             "date": s.submission.created_at.date().isoformat()}
+            for i, (_, value, s) in enumerate(ordered)]
+    values = [value for _, value, _ in ordered if value is not None]
     return {
-        "operator": operator, "rows": rows, "teams": len(values),
-        "solve_rate": solve_rate(_operator_outcomes([s.submission_id for _, s in ordered],
-                                                    operator)),
+        "operator": operator, "rows": rows, "teams": len(rows),
+        "solve_rate": solve_rate([outcomes[s.submission_id] for _, _, s in ordered]),
         "median_score": statistics.median(values) if values else None,
     }
-
-
-def _operator_outcomes(submission_ids: list[int], operator: str) -> list[list[ShapeOutcome]]:
-    """Per submission, its latest attempt's shapes of `operator` (for the solve rate)."""
-    grouped: dict[int, list[ShapeOutcome]] = {pk: [] for pk in submission_ids}
-    results = (ShapeResult.objects
-               .filter(job__candidate__submission_id__in=submission_ids,
-                       job__candidate__operator__name=operator, attempt=F("job__attempts"))
-               .values_list("job__candidate__submission_id", "shape__shape_id", "status",
-                            "verdict", "attainment"))
-    for submission_id, shape_id, status, verdict, value in results:
-        grouped[submission_id].append(ShapeOutcome(
-            operator=operator, shape_id=shape_id, correct=status == "passed",
-            verdict=verdict or None, attainment=value))
-    return list(grouped.values())
 
 
 def rank_changes(*, release: Release, hardware: HardwareProfile, before: WeightSet,

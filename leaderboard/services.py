@@ -2,31 +2,33 @@
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, models, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
-from evaluation.harness.release import DTYPE_TO_PEAK_PATH
-from evaluation.models import HardwareProfile, Operator, Release, Shape
+from evaluation.harness.release import ShapeRoofline
+from evaluation.harness.roofline import roofline_point
+from evaluation.models import HardwareProfile, Operator, Release
+from evaluation.selectors import evaluated_shape_ids
 from leaderboard.models import BoardFreeze, ScoreSummary, SubmissionScore, WeightSet
 from leaderboard.scoring import (
+    BALANCED,
+    COMPUTE,
+    MEMORY,
     ScoringPolicy,
     ShapeOutcome,
     SubmissionSummary,
     WeightError,
     combine,
     normalise_weights,
-    regime,
     summarise,
 )
 from portal import derived_cache
 from portal.audit.models import audit
-from submissions.models import ShapeResult, Submission
+from submissions.models import EvaluationJob, ShapeResult, Submission
 
 
 def weight_set_create(*, release: Release, weights: Mapping[str, float], source: str,
@@ -151,7 +153,9 @@ def summaries_rebuild(release: Release, submissions: Iterable[Submission] | None
     chosen = list(submissions if submissions is not None
                   else Submission.objects.filter(release=release).select_related("hardware"))
     outcomes = context.outcomes_by_submission(chosen, whole_release=submissions is None)
-    summaries = {s.pk: summarise(outcomes.get(s.pk, []), _policy(release, s)) for s in chosen}
+    summaries = {s.pk: summarise(outcomes.get(s.pk, []), _policy(release, s),
+                                 complete=s.pk not in context.running,
+                                 lost_jobs=context.lost_jobs.get(s.pk, 0)) for s in chosen}
     ScoreSummary.objects.bulk_create(
         [ScoreSummary(submission_id=pk, summary=summary.as_json())
          for pk, summary in summaries.items()],
@@ -183,23 +187,29 @@ def _policy(release: Release, submission: Submission) -> ScoringPolicy:
 
 _SCORE_FIELDS = ("ranked", "aggregate", "unweighted_mean", "memory", "compute", "prefill",
                  "decode", "correctness_rate", "dsl_adoption_rate", "mixed_shapes",
-                 "fallback_shapes", "by_operator")
+                 "fallback_shapes", "complete", "unevaluated_shapes", "lost_jobs", "by_operator")
+_ENDED = (EvaluationJob.Status.SCORED, EvaluationJob.Status.FAILED,
+          EvaluationJob.Status.CANCELLED)
 
 
 class _ScoringContext:
-    """Per release, read once: operators, evaluated shapes, phases, regimes per hardware."""
+    """Per release, read once: operators, the shapes jobs evaluate, phases, regimes per
+    hardware."""
 
     def __init__(self, release: Release) -> None:
         self.release = release
         self.operators = {op.pk: op for op in Operator.objects.filter(release=release)
                           .select_related("hidden")}
-        self.phases = {op.name: ((op.hidden.metadata or {}).get("phase") if hasattr(op, "hidden")
-                                 else None) for op in self.operators.values()}
-        self.shape_ids: dict[str, list[str]] = {op.name: [] for op in self.operators.values()}
-        for op_id, shape_id in (Shape.objects.filter(operator__release=release)
-                                .order_by("position").values_list("operator_id", "shape_id")):
-            if fnmatch.fnmatchcase(shape_id, settings.ATREX_SHAPE_FILTER):
-                self.shape_ids[self.operators[op_id].name].append(shape_id)
+        self.phases = {op.name: _operator_metadata(op).get("phase") for op in self.operators.values()}
+        self.shape_phases = {(op.name, shape_id): (meta or {}).get("phase")
+                             for op in self.operators.values()
+                             for shape_id, meta in (_operator_metadata(op).get("shapes") or {}).items()}
+        # The shapes this deployment evaluates: what a job without its own list covers.
+        self.shape_ids = {op.name: evaluated_shape_ids(op) for op in self.operators.values()}
+        # Filled by outcomes_by_submission: submissions with a job still queued or running,
+        # and per submission the jobs lost to an infrastructure failure.
+        self.running: set[int] = set()
+        self.lost_jobs: dict[int, int] = {}
         self._regimes: dict[tuple[str, str, str], str | None] = {}
         self._subsets: dict[str, dict[str, set[str]]] = {}
 
@@ -209,24 +219,55 @@ class _ScoringContext:
             self._regimes[key] = shape_regime(operator, shape_id, hardware)
         return self._regimes[key]
 
+    def phase(self, operator: str, shape_id: str) -> str | None:
+        """A shape's own phase where the release gives one, else its operator's."""
+        return self.shape_phases.get((operator, shape_id)) or self.phases.get(operator)
+
     def outcomes_by_submission(self, submissions: list[Submission],
                                whole_release: bool = False) -> dict[int, list[ShapeOutcome]]:
-        """The latest attempt's shape outcomes of each submission, in one query."""
+        """Per submission, one outcome per shape its jobs cover: the latest attempt's result,
+        or a failed, unevaluated one where a job ended without reporting the shape. Notes the
+        submissions with a job still going (`running`) or lost to the infrastructure."""
         hardware = {s.pk: s.hardware for s in submissions}
         grouped: dict[int, list[ShapeOutcome]] = {pk: [] for pk in hardware}
-        which = ({"job__candidate__submission__release": self.release} if whole_release
-                 else {"job__candidate__submission__in": list(hardware)})
-        rows = (ShapeResult.objects.filter(**which, attempt=F("job__attempts"))
-                .values_list("job__candidate__submission_id", "shape__operator_id",
-                             "shape__shape_id", "status", "verdict", "attainment", "suspicious")
+        which = ({"candidate__submission__release": self.release} if whole_release
+                 else {"candidate__submission__in": list(hardware)})
+        jobs = {pk: row for pk, *row in EvaluationJob.objects.filter(**which).values_list(
+            "pk", "candidate__submission_id", "candidate__operator_id", "status",
+            "infrastructure_failure", "shape_ids")}
+        results: dict[int, dict[str, tuple[Any, ...]]] = {pk: {} for pk in jobs}
+        rows = (ShapeResult.objects.filter(**{f"job__{k}": v for k, v in which.items()},
+                                           attempt=F("job__attempts"))
+                .values_list("job_id", "shape__shape_id", "status", "verdict", "attainment",
+                             "suspicious")
                 .iterator(chunk_size=20000))
-        for submission_id, operator_id, shape_id, status, verdict, value, suspicious in rows:
+        for job_id, shape_id, *result in rows:
+            results[job_id][shape_id] = tuple(result)
+        self.running, self.lost_jobs = set(), {}
+        for job_id, (submission_id, operator_id, status, infrastructure, shape_ids) in jobs.items():
+            if submission_id not in grouped:
+                continue
+            if status not in _ENDED:
+                self.running.add(submission_id)
+            elif status == EvaluationJob.Status.FAILED and infrastructure:
+                self.lost_jobs[submission_id] = self.lost_jobs.get(submission_id, 0) + 1
             operator = self.operators[operator_id]
-            grouped[submission_id].append(ShapeOutcome(
-                operator=operator.name, shape_id=shape_id, correct=status == "passed",
-                verdict=verdict or None, attainment=value, suspicious=suspicious,
-                regime=self.regime(operator, shape_id, hardware[submission_id]),
-                phase=self.phases.get(operator.name)))
+            for shape_id in shape_ids or self.shape_ids[operator.name]:
+                reported = results[job_id].get(shape_id)
+                kind = self.regime(operator, shape_id, hardware[submission_id])
+                phase = self.phase(operator.name, shape_id)
+                if reported is None and status not in _ENDED:
+                    continue  # still to come
+                if reported is None:
+                    grouped[submission_id].append(ShapeOutcome(
+                        operator=operator.name, shape_id=shape_id, correct=False, verdict=None,
+                        attainment=0.0, regime=kind, phase=phase, evaluated=False))
+                    continue
+                result_status, verdict, value, suspicious = reported
+                grouped[submission_id].append(ShapeOutcome(
+                    operator=operator.name, shape_id=shape_id, correct=result_status == "passed",
+                    verdict=verdict or None, attainment=value, suspicious=suspicious,
+                    regime=kind, phase=phase))
         return grouped
 
     def subset_operators(self, hardware: HardwareProfile) -> dict[str, set[str]]:
@@ -235,16 +276,28 @@ class _ScoringContext:
             subsets: dict[str, set[str]] = {"memory": set(), "compute": set(), "prefill": set(),
                                             "decode": set()}
             for op in self.operators.values():
-                phase = self.phases.get(op.name) or ""
-                for part in ("prefill", "decode"):
-                    if part in phase:
-                        subsets[part].add(op.name)
                 for shape_id in self.shape_ids[op.name]:
+                    phase = self.phase(op.name, shape_id) or ""
+                    for part in ("prefill", "decode"):
+                        if part in phase:
+                            subsets[part].add(op.name)
                     kind = self.regime(op, shape_id, hardware)
-                    if kind:
-                        subsets[kind].add(op.name)
+                    if kind in (MEMORY, BALANCED):
+                        subsets["memory"].add(op.name)
+                    if kind in (COMPUTE, BALANCED):
+                        subsets["compute"].add(op.name)
             self._subsets[hardware.name] = subsets
         return self._subsets[hardware.name]
+
+
+def scoring_context(release: Release) -> _ScoringContext:
+    """What scoring reads once per release (boards ask it which subsets have shapes)."""
+    return _ScoringContext(release)
+
+
+def _operator_metadata(operator: Operator) -> dict[str, Any]:
+    hidden = getattr(operator, "hidden", None)
+    return (hidden.metadata if hidden is not None else None) or {}
 
 
 def _roofline_entry(operator: Operator, shape_id: str) -> dict[str, Any] | None:
@@ -263,17 +316,12 @@ def arithmetic_intensity(operator: Operator, shape_id: str) -> float | None:
 
 
 def shape_regime(operator: Operator, shape_id: str, hardware: HardwareProfile) -> str | None:
+    """The shape's regime on `hardware`, by the harness's one definition."""
     entry = _roofline_entry(operator, shape_id)
     if entry is None:
         return None
-    w = entry["semantic_W_flops"]
-    if not w:
-        return "memory"
-    dominant = max(w, key=lambda d: w[d])  # the operator's main precision path
-    path = DTYPE_TO_PEAK_PATH[dominant]
-    ridge = hardware.peak_flops[path] / hardware.hbm_bytes_per_s
-    q = entry["semantic_Q_read_bytes"] + entry["semantic_Q_write_bytes"]
-    return regime(sum(w.values()), q, ridge)
+    shape = ShapeRoofline.from_json(entry, operator.hidden.roofline)
+    return roofline_point(shape, hardware.as_spec()).regime
 
 
 def _score_row(weight_set: WeightSet, submission_id: int, summary: SubmissionSummary,
@@ -285,7 +333,8 @@ def _score_row(weight_set: WeightSet, submission_id: int, summary: SubmissionSum
         compute=score.compute, prefill=score.prefill, decode=score.decode,
         correctness_rate=score.correctness_rate, dsl_adoption_rate=score.dsl_adoption_rate,
         mixed_shapes=score.mixed_shapes, fallback_shapes=score.fallback_shapes,
-        by_operator=dict(score.by_operator))
+        complete=score.complete, unevaluated_shapes=score.unevaluated_shapes,
+        lost_jobs=score.lost_jobs, by_operator=dict(score.by_operator))
 
 
 def board_freeze_set(*, release: Release, hardware: HardwareProfile, actor: Any) -> BoardFreeze:

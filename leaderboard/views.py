@@ -47,6 +47,7 @@ PAGE_SIZE = 50  # rows per board page; the JSON and CSV exports carry every row
 # once; where the cache is per process (embedded default) a board lags a worker's rescore by
 # at most this long.
 BOARD_CACHE_S = 10
+SCORE_COLUMNS = ("aggregate", "memory", "compute", "prefill", "decode", "unweighted_mean")
 
 
 class Cell(NamedTuple):
@@ -66,7 +67,8 @@ def _cells(row: dict[str, Any], baseline: bool = False) -> list[Cell]:
         elif column == "submission":
             cells.append(Cell(f"#{value}" if value else "", num, []))
         elif value is None:
-            cells.append(Cell("–", num, []))
+            # A score is None when a correct shape has no time (no GPU): not timed, not 0.
+            cells.append(Cell("not timed" if column in SCORE_COLUMNS else "–", num, []))
         else:
             cells.append(Cell(floatformat(value, 3) if num else str(value), num, []))
     return cells

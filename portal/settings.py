@@ -179,9 +179,10 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
-# Which shapes jobs evaluate (a glob over shape ids). CPU-only deployments (the embedded
-# default, CI) evaluate the dev tier: real sizes take hours in Triton's interpreter.
-ATREX_SHAPE_FILTER = env_str("ATREX_SHAPE_FILTER", "*")
+# Which shapes jobs evaluate and scores count. Unset: the release's scored tier (every shape
+# but the dev tier, `dev-*`). CPU-only deployments (the embedded default, CI) set `dev-*`:
+# real sizes take hours in Triton's interpreter. Any other glob over shape ids works too.
+ATREX_SHAPE_FILTER = env_str("ATREX_SHAPE_FILTER", "")
 
 # Upload limits (issue 3 §4); configurable per deployment.
 ATREX_UPLOAD_MAX_FILE_BYTES = env_int("ATREX_UPLOAD_MAX_FILE_BYTES", 1024 * 1024, minimum=1)

@@ -194,8 +194,9 @@ class SubmissionDetailApi(APIView):
                          "score": _active_score(submission)})
 
 
-SCORE_FIELDS = ("ranked", "aggregate", "unweighted_mean", "memory", "compute", "prefill",
-                "decode", "correctness_rate", "dsl_adoption_rate", "by_operator")
+SCORE_FIELDS = ("ranked", "complete", "unevaluated_shapes", "lost_jobs", "aggregate",
+                "unweighted_mean", "memory", "compute", "prefill", "decode", "correctness_rate",
+                "dsl_adoption_rate", "by_operator")
 
 
 def _active_score(submission: Submission) -> dict[str, Any] | None:
@@ -207,7 +208,7 @@ def _active_score(submission: Submission) -> dict[str, Any] | None:
     if score is None:
         return None
     last_scored = (EvaluationJob.objects.filter(candidate__submission=submission,
-                                                status=EvaluationJob.Status.SCORED)
+                                                finished_at__isnull=False)
                    .aggregate(last=Max("finished_at"))["last"])
     return {"weights_version": score.weight_set.version,
             **{field: getattr(score, field) for field in SCORE_FIELDS},

@@ -68,6 +68,9 @@ class EvaluationJob(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     shapes_done = models.PositiveIntegerField(default=0)
     shapes_total = models.PositiveIntegerField(default=0)
+    # The shapes this job covers, fixed when it is created (the deployment's shape filter
+    # may change later); its submission is scored over these shapes only.
+    shape_ids = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)
     infrastructure_failure = models.BooleanField(default=False,
                                                  help_text="Not counted against quotas.")

@@ -73,12 +73,13 @@ def record_event(kind: str, payload: dict[str, Any]) -> None:
             job.evaluator_version = str(result.get("evaluator_version", ""))[:30]
             job.status = EvaluationJob.Status.SCORED
             job.finished_at = now
-            _rescore_on_commit(job.candidate.submission_id)
+            rescore_on_commit(job.candidate.submission_id)
         elif kind == "failed":
             job.status = EvaluationJob.Status.FAILED
             job.error = str(payload.get("reason", "evaluation failed"))
             job.infrastructure_failure = bool(payload.get("infrastructure", False))
             job.finished_at = now
+            rescore_on_commit(job.candidate.submission_id)
         job.save()
 
 
@@ -88,7 +89,9 @@ def _stop_on_commit(job_id: int, attempt: object, run: str) -> None:
         transaction.on_commit(lambda: publish_stop(current_app, message), robust=True)
 
 
-def _rescore_on_commit(submission_id: int) -> None:
+def rescore_on_commit(submission_id: int) -> None:
+    """Once this transaction commits, score the submission afresh: after any job of it ended
+    or went back to the queue (boards rank whole evaluations only)."""
     # By task name: scores live in the leaderboard app, which sits above this one.
     transaction.on_commit(lambda: current_app.send_task(
         RESCORE_TASK, args=[submission_id], queue=RESULTS_QUEUE))
@@ -133,9 +136,7 @@ def _roofline(job: EvaluationJob, shape_id: str, raw: dict[str, Any],
     entry = ((hidden.roofline or {}).get("shapes") or {}).get(shape_id)
     if not entry:
         return {}
-    shape = ShapeRoofline(w_flops=entry["semantic_W_flops"],
-                          q_read_bytes=int(entry["semantic_Q_read_bytes"]),
-                          q_write_bytes=int(entry["semantic_Q_write_bytes"]))
+    shape = ShapeRoofline.from_json(entry, hidden.roofline)
     point = roofline_point(shape, job.candidate.submission.hardware.as_spec())
     result: dict[str, Any] = {"sol_s": point.sol_s}
     median = timing.get("median_s")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import secrets
@@ -17,18 +16,18 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from evaluation.baselines import baseline_source
-from evaluation.models import HardwareProfile, Operator, Release
+from evaluation.models import HardwareProfile, Release
 from evaluation.protocol import (
     EVALUATE_TASK,
-    RESULTS_QUEUE,
     job_spec,
     publish_stop,
     stop_message,
 )
+from evaluation.selectors import evaluated_shape_ids
 from portal.accounts.models import Team
 from portal.audit.models import audit
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from submissions.results import RESCORE_TASK
+from submissions.results import rescore_on_commit
 from submissions.upload import UploadLimits, UploadRejected, read_upload
 
 ACTIVE = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.RUNNING)
@@ -105,14 +104,15 @@ def submission_create(*, team: Team, user: object | None, release: Release,
             model_name=model_name, output_tokens=output_tokens, notes=notes)
         job_ids = []
         for name, source in sorted(sources.items()):
-            shapes = _evaluated_shapes(operators[name])
+            shapes = evaluated_shape_ids(operators[name])
             if not shapes:
                 raise UploadRejected(f"no shape of {name} matches this portal's shape filter "
-                                     f"{settings.ATREX_SHAPE_FILTER!r}")
+                                     f"{settings.ATREX_SHAPE_FILTER or 'the scored tier'!r}")
             candidate = Candidate.objects.create(
                 submission=submission, operator=operators[name], source=source,
                 sha256=hashlib.sha256(source.encode()).hexdigest())
-            job = EvaluationJob.objects.create(candidate=candidate, shapes_total=len(shapes))
+            job = EvaluationJob.objects.create(candidate=candidate, shapes_total=len(shapes),
+                                               shape_ids=shapes)
             job_ids.append(job.pk)
 
         def dispatch_all() -> None:
@@ -136,9 +136,6 @@ def _check_metadata(*, agent: str, model_name: str, output_tokens: int | None,
             raise UploadRejected(f"{name}: text may not contain NUL characters")
 
 
-def _evaluated_shapes(operator: Operator) -> list[str]:
-    pattern = settings.ATREX_SHAPE_FILTER
-    return [s.shape_id for s in operator.shapes.all() if fnmatch.fnmatchcase(s.shape_id, pattern)]
 
 
 def dispatch_job(job_id: int) -> None:
@@ -178,7 +175,7 @@ def _next_attempt(job: EvaluationJob) -> Callable[[], None]:
     spec = job_spec(
         job_id=job.pk, attempt=job.attempts, operator=operator.name,
         reference_py=operator.reference_py, input_py=operator.input_py,
-        shapes_json=_filtered_shapes_json(operator), candidate_source=candidate.source,
+        shapes_json=_job_shapes_json(job), candidate_source=candidate.source,
         atol=operator.hidden.atol, rtol=operator.hidden.rtol, dsl=release.dsl,
         dsl_ratio_threshold=release.dsl_ratio_threshold, hardware=hardware.name,
         seed=secrets.randbits(63), heartbeat_s=settings.ATREX_JOB_HEARTBEAT_SECONDS)
@@ -231,6 +228,7 @@ def jobs_sweep(*, now: datetime | None = None) -> SweepReport:
                 job.finished_at = now
                 job.save(update_fields=["status", "error", "infrastructure_failure",
                                         "finished_at"])
+                rescore_on_commit(job.candidate.submission_id)
                 report.failed.append(job.pk)
             else:
                 transaction.on_commit(_next_attempt(job))
@@ -243,10 +241,10 @@ def jobs_sweep(*, now: datetime | None = None) -> SweepReport:
     return report
 
 
-def _filtered_shapes_json(operator: Operator) -> str:
-    """shapes.json restricted to the shapes this portal evaluates."""
-    keep = set(_evaluated_shapes(operator))
-    shapes = json.loads(operator.shapes_json)
+def _job_shapes_json(job: EvaluationJob) -> str:
+    """shapes.json restricted to the shapes this job covers (fixed when it was created)."""
+    keep = set(job.shape_ids or evaluated_shape_ids(job.candidate.operator))
+    shapes = json.loads(job.candidate.operator.shapes_json)
     return json.dumps({k: v for k, v in shapes.items() if k in keep})
 
 
@@ -259,6 +257,7 @@ def job_cancel(*, job: EvaluationJob) -> bool:
         locked.status = EvaluationJob.Status.CANCELLED
         locked.finished_at = timezone.now()
         locked.save(update_fields=["status", "finished_at"])
+        rescore_on_commit(locked.candidate.submission_id)
         transaction.on_commit(lambda: _stop_attempts(locked.pk, locked.attempts), robust=True)
     return True
 
@@ -276,6 +275,7 @@ def job_rerun(*, job: EvaluationJob, actor: object) -> None:
                                    "shapes_done"])
         old_attempt = locked.attempts
         send = _next_attempt(locked)
+        rescore_on_commit(locked.candidate.submission_id)  # off the boards until it ends
         audit(actor=actor, action="job.rerun", target=f"job:{job.pk}", before=before,
               after={"status": "queued"})
         if old_attempt:
@@ -298,9 +298,7 @@ def shape_result_review(*, result: ShapeResult, accept: bool, actor: object) -> 
               target=f"shape-result:{result.pk}", before=before,
               after={"status": result.status, "attainment": result.attainment,
                      "suspicious": result.suspicious})
-        submission_id = result.job.candidate.submission_id
-        transaction.on_commit(lambda: current_app.send_task(
-            RESCORE_TASK, args=[submission_id], queue=RESULTS_QUEUE))
+        rescore_on_commit(result.job.candidate.submission_id)
 
 
 BASELINE_TEAM = "Portal baselines"
@@ -325,15 +323,15 @@ def baseline_submissions_create(*, release: Release, hardware: HardwareProfile,
                 agent="portal", notes=f"{Submission.Baseline(kind).label} of {release}")
             job_ids = []
             for operator in operators:
-                shapes = _evaluated_shapes(operator)
+                shapes = evaluated_shape_ids(operator)
                 if not shapes:
                     continue
                 source = baseline_source(operator.reference_py, str(kind))
                 candidate = Candidate.objects.create(
                     submission=submission, operator=operator, source=source,
                     sha256=hashlib.sha256(source.encode()).hexdigest())
-                job_ids.append(EvaluationJob.objects.create(candidate=candidate,
-                                                            shapes_total=len(shapes)).pk)
+                job_ids.append(EvaluationJob.objects.create(
+                    candidate=candidate, shapes_total=len(shapes), shape_ids=shapes).pk)
             transaction.on_commit(lambda ids=job_ids: _dispatch_all(ids))
             created.append(submission)
         audit(actor=actor, action="baselines.create", target=f"release:{release}/{hardware}",

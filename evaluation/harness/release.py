@@ -30,6 +30,24 @@ DTYPE_TO_PEAK_PATH: Mapping[str, str] = {
     "fp32_tf32": "fp32_tf32_tc",
     "fp32": "fp32_strict",
 }
+# How the compute times of a shape's precision paths combine: roofline.json's top-level
+# "compute_overlap". "sum" (the default: Atrex-Bench's formula, kept for the releases it
+# publishes) adds every path's time. "max" lets different execution units overlap, as they do on
+# Hopper (tensor cores, CUDA cores and SFUs, TMA and HBM work concurrently): paths on one unit
+# still add up, and the compute time is the longest unit's. Only "max" is a lower bound on the
+# time of a kernel that does W at peak on each unit.
+COMPUTE_OVERLAP_SUM = "sum"
+COMPUTE_OVERLAP_MAX = "max"
+COMPUTE_OVERLAPS = (COMPUTE_OVERLAP_SUM, COMPUTE_OVERLAP_MAX)
+# The unit that runs each precision path: every tensor-core path shares the tensor cores.
+PEAK_PATH_UNIT: Mapping[str, str] = {
+    "bf16_tc": "tensor_core",
+    "fp16_tc": "tensor_core",
+    "fp8_e4m3_tc": "tensor_core",
+    "fp8_e5m2_tc": "tensor_core",
+    "fp32_tf32_tc": "tensor_core",
+    "fp32_strict": "cuda_core",
+}
 DEFAULT_ATOL = 1e-2
 DEFAULT_RTOL = 5e-2
 DEFAULT_DSL = "triton"
@@ -80,6 +98,29 @@ class ShapeRoofline:
     q_read_bytes: int
     q_write_bytes: int
     sol_ms: Mapping[str, float | None] = field(default_factory=dict)
+    compute_overlap: str = COMPUTE_OVERLAP_SUM  # the file's convention (COMPUTE_OVERLAPS)
+
+    @classmethod
+    def from_json(cls, entry: Mapping[str, Any],
+                  document: Mapping[str, Any] | None = None) -> ShapeRoofline:
+        """One shape of a roofline.json (`document["shapes"][id]`, already validated), under
+        the convention the whole file declares (`document["compute_overlap"]`, absent: sum)."""
+        return cls(
+            w_flops={k: int(v) for k, v in entry["semantic_W_flops"].items()},
+            q_read_bytes=int(entry["semantic_Q_read_bytes"]),
+            q_write_bytes=int(entry["semantic_Q_write_bytes"]),
+            sol_ms=dict(entry.get("SOL_time_ms") or {}),
+            compute_overlap=parse_compute_overlap(document or {}, "roofline.json"),
+        )
+
+
+def parse_compute_overlap(document: Mapping[str, Any], file: str) -> str:
+    """A roofline.json's declared way of combining compute times (COMPUTE_OVERLAPS)."""
+    value = document.get("compute_overlap", COMPUTE_OVERLAP_SUM)
+    if value not in COMPUTE_OVERLAPS:
+        raise ReleaseError(file, "compute_overlap",
+                           f"must be one of {', '.join(COMPUTE_OVERLAPS)} (got {value!r})")
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -340,6 +381,7 @@ def _parse_roofline(path: Path, root: Path) -> dict[str, ShapeRoofline]:
     file = _rel(path, root)
     doc = _require_mapping(_read_json(path, root), file, "")
     shapes = _require_mapping(doc.get("shapes"), file, "shapes")
+    parse_compute_overlap(doc, file)  # names the file in the error, unlike from_json
     result = {}
     for shape_id, entry in shapes.items():
         where = f"shapes.{shape_id}"
@@ -349,15 +391,10 @@ def _parse_roofline(path: Path, root: Path) -> dict[str, ShapeRoofline]:
             if dtype not in DTYPE_TO_PEAK_PATH:
                 raise ReleaseError(file, f"{where}.semantic_W_flops.{dtype}", "unknown dtype key")
             _require_nonnegative(flops, file, f"{where}.semantic_W_flops.{dtype}")
-        sol = entry.get("SOL_time_ms") or {}
-        result[str(shape_id)] = ShapeRoofline(
-            w_flops={k: int(v) for k, v in w.items()},
-            q_read_bytes=int(_require_nonnegative(
-                entry.get("semantic_Q_read_bytes"), file, f"{where}.semantic_Q_read_bytes")),
-            q_write_bytes=int(_require_nonnegative(
-                entry.get("semantic_Q_write_bytes"), file, f"{where}.semantic_Q_write_bytes")),
-            sol_ms=dict(_require_mapping(sol, file, f"{where}.SOL_time_ms")),
-        )
+        for key in ("semantic_Q_read_bytes", "semantic_Q_write_bytes"):
+            _require_nonnegative(entry.get(key), file, f"{where}.{key}")
+        _require_mapping(entry.get("SOL_time_ms") or {}, file, f"{where}.SOL_time_ms")
+        result[str(shape_id)] = ShapeRoofline.from_json(entry, doc)
     return result
 
 

@@ -1,15 +1,23 @@
 """Roofline arithmetic: pure functions over a shape's W/Q and a hardware profile.
 
-SOL = max(sum_d W_d / P_peak[path(d)], (Q_read + Q_write) / B_hbm). Compute times of
-several precision paths add up (an fp8 GEMM with a bf16 epilogue runs both), then the
-larger of compute and memory time is the speed of light.
+SOL = max(compute time, (Q_read + Q_write) / B_hbm), the compute time made of each precision
+path's W_d / P_peak[path(d)] as the release's roofline.json declares (`compute_overlap`):
+"sum" (default, Atrex-Bench's formula) adds them all; "max" adds only paths that share an
+execution unit and takes the longest unit, since tensor cores and CUDA cores work concurrently.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .release import DTYPE_TO_PEAK_PATH, HardwareProfile, ReleaseError, ShapeRoofline
+from .release import (
+    COMPUTE_OVERLAP_SUM,
+    DTYPE_TO_PEAK_PATH,
+    PEAK_PATH_UNIT,
+    HardwareProfile,
+    ReleaseError,
+    ShapeRoofline,
+)
 
 
 @dataclass(frozen=True)
@@ -18,7 +26,7 @@ class RooflinePoint:
     compute_s: float
     memory_s: float
     arithmetic_intensity: float  # FLOP per byte of semantic traffic
-    regime: str  # "compute" or "memory"
+    regime: str  # "compute", "memory" or "balanced" (see `regime`)
 
 
 @dataclass(frozen=True)
@@ -29,13 +37,18 @@ class Attainment:
 
 
 def roofline_point(shape: ShapeRoofline, hardware: HardwareProfile) -> RooflinePoint:
-    compute_s = 0.0
+    unit_s: dict[str, float] = {}  # execution unit -> its time at peak
     for dtype, flops in shape.w_flops.items():
         path = DTYPE_TO_PEAK_PATH[dtype]
         if path not in hardware.peak_flops:
             raise ReleaseError(f"hardware {hardware.name}", f"p_peak.{path}",
                                f"missing, needed for W dtype {dtype}")
-        compute_s += flops / hardware.peak_flops[path]
+        unit = PEAK_PATH_UNIT[path]
+        unit_s[unit] = unit_s.get(unit, 0.0) + flops / hardware.peak_flops[path]
+    if shape.compute_overlap == COMPUTE_OVERLAP_SUM:
+        compute_s = sum(unit_s.values())
+    else:  # units overlap: the longest one bounds the kernel
+        compute_s = max(unit_s.values(), default=0.0)
     traffic = shape.q_read_bytes + shape.q_write_bytes
     memory_s = traffic / hardware.hbm_bytes_per_s
     total_flops = sum(shape.w_flops.values())
@@ -45,8 +58,25 @@ def roofline_point(shape: ShapeRoofline, hardware: HardwareProfile) -> RooflineP
         compute_s=compute_s,
         memory_s=memory_s,
         arithmetic_intensity=intensity,
-        regime="compute" if compute_s > memory_s else "memory",
+        regime=regime(compute_s, memory_s),
     )
+
+
+# Atrex-Bench calls a shape balanced when its compute and memory times are within 5% of each
+# other: neither unit alone bounds it.
+BALANCED_BAND = 0.05
+MEMORY, COMPUTE, BALANCED = "memory", "compute", "balanced"
+
+
+def regime(compute_s: float, memory_s: float) -> str:
+    """The one definition of a shape's regime: whether its compute or its memory time at
+    peak is the longer, "balanced" within BALANCED_BAND. The compute time is the one the SOL
+    uses (its precision paths combined as the release's roofline.json declares)."""
+    if compute_s > memory_s * (1 + BALANCED_BAND):
+        return COMPUTE
+    if memory_s > compute_s * (1 + BALANCED_BAND):
+        return MEMORY
+    return BALANCED if compute_s > 0 else MEMORY
 
 
 def sol_seconds(shape: ShapeRoofline, hardware: HardwareProfile) -> float:

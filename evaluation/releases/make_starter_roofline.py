@@ -7,8 +7,9 @@ per family; each module's docstring documents its formulas, counting the bytes a
 kernel touches: only the KV blocks a decode step reads, only the cache slots a write
 touches, only the experts a MoE layer hits). SOL per hardware profile is computed with the
 harness's own roofline arithmetic, exactly as for the fixture release
-(make_fixture_roofline.py, whose counting conventions apply here too). Deterministic: a
-test checks the committed files equal a regeneration.
+(make_fixture_roofline.py, whose counting conventions apply here too): the files declare
+`"compute_overlap": "max"`, so tensor-core and CUDA-core work overlap and SOL is a lower
+bound. Deterministic: a test checks the committed files equal a regeneration.
 """
 
 from __future__ import annotations

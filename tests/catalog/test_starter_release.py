@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from evaluation.harness.release import load_release
+from evaluation.harness.release import (
+    DTYPE_TO_PEAK_PATH,
+    HardwareProfile,
+    ShapeRoofline,
+    load_release,
+    project_hardware_profiles,
+)
+from evaluation.harness.roofline import roofline_point
 from evaluation.models import Release
 from evaluation.releases.make_fixture_roofline import write_release_rooflines
 from evaluation.releases.make_starter_roofline import STARTER_RELEASE, WORK_MODELS
@@ -51,6 +58,34 @@ def test_the_roofline_files_are_what_the_derivation_script_writes(tmp_path: Path
         if op.is_dir():
             assert json.loads((copy / "data" / op.name / "roofline.json").read_text()) == \
                 json.loads((op / "roofline.json").read_text()), op.name
+
+
+def _each_unit_at_datasheet_peak_s(shape: ShapeRoofline, hardware: HardwareProfile) -> float:
+    """The time of a kernel that does the shape's work on every unit at once, each at its
+    datasheet peak: nothing can be faster, so the SOL must not exceed it."""
+    compute = [flops / hardware.peak_flops[DTYPE_TO_PEAK_PATH[dtype]]
+               for dtype, flops in shape.w_flops.items()]
+    memory = (shape.q_read_bytes + shape.q_write_bytes) / hardware.hbm_bytes_per_s
+    return max([*compute, memory])
+
+
+def test_the_starter_sol_is_a_lower_bound_on_every_shape_and_hardware_profile() -> None:
+    release = load_release(STARTER_RELEASE)
+    profiles = project_hardware_profiles()
+    checked = 0
+    for op in release.operators.values():
+        assert op.roofline is not None
+        for shape_id, shape in op.roofline.items():
+            for profile in profiles.values():
+                bound = _each_unit_at_datasheet_peak_s(shape, profile)
+                where = (op.name, shape_id, profile.name)
+                # Equal, not just below: no shape of the starter runs two tensor-core paths, so
+                # the bound is also attainable and the SOL is no looser than it must be.
+                assert roofline_point(shape, profile).sol_s == pytest.approx(bound, rel=1e-12), \
+                    where
+                assert shape.sol_ms[profile.name] == pytest.approx(bound * 1e3, rel=1e-12), where
+                checked += 1
+    assert checked == 4 * 214
 
 
 @pytest.mark.django_db

@@ -77,6 +77,32 @@ def test_it_rejects_an_unknown_w_dtype(release_copy: Path) -> None:
         load_release(release_copy)
 
 
+def test_a_roofline_file_without_compute_overlap_adds_compute_times(release_copy: Path) -> None:
+    path = release_copy / "data" / "causal_attention" / "roofline.json"
+    doc = json.loads(path.read_text())
+    del doc["compute_overlap"]  # as in Atrex-Bench's own files
+    path.write_text(json.dumps(doc))
+    roofline = load_release(release_copy).operator("causal_attention").roofline
+    assert roofline is not None
+    assert {s.compute_overlap for s in roofline.values()} == {"sum"}
+
+
+def test_the_fixture_declares_that_units_overlap() -> None:
+    roofline = load_release(FIXTURE_RELEASE).operator("causal_attention").roofline
+    assert roofline is not None
+    assert {s.compute_overlap for s in roofline.values()} == {"max"}
+
+
+def test_it_rejects_an_unknown_compute_overlap(release_copy: Path) -> None:
+    path = release_copy / "data" / "rms_norm" / "roofline.json"
+    doc = json.loads(path.read_text())
+    doc["compute_overlap"] = "overlap"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ReleaseError,
+                       match="data/rms_norm/roofline.json: compute_overlap: must be one of"):
+        load_release(release_copy)
+
+
 def test_it_requires_id_and_dtype_in_metadata(release_copy: Path) -> None:
     path = release_copy / "data" / "silu_and_mul" / "metadata.json"
     doc = json.loads(path.read_text())

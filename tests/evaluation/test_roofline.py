@@ -42,6 +42,45 @@ def test_compute_times_of_several_precisions_add_up() -> None:
     assert sol_seconds(shape, H200) == pytest.approx(2e-3)
 
 
+def test_compute_times_add_up_when_the_file_declares_no_overlap() -> None:
+    entry = {"semantic_W_flops": {"fp8_e4m3": 1979 * 10**9, "fp32": 67 * 10**9},
+             "semantic_Q_read_bytes": 0, "semantic_Q_write_bytes": 1}
+    # Atrex-Bench's files have no "compute_overlap": 1 ms on the tensor cores + 1 ms on fp32.
+    assert sol_seconds(ShapeRoofline.from_json(entry, {"shapes": {}}), H200) == \
+        pytest.approx(2e-3)
+    assert sol_seconds(ShapeRoofline.from_json(entry), H200) == pytest.approx(2e-3)
+
+
+def test_units_overlap_when_the_file_says_max() -> None:
+    entry = {"semantic_W_flops": {"fp8_e4m3": 1979 * 10**9, "fp32": 2 * 67 * 10**9},
+             "semantic_Q_read_bytes": 0, "semantic_Q_write_bytes": 1}
+    shape = ShapeRoofline.from_json(entry, {"compute_overlap": "max"})
+    # 1 ms on the tensor cores under 2 ms on the CUDA cores: the CUDA cores bound it.
+    point = roofline_point(shape, H200)
+    assert point.sol_s == pytest.approx(2e-3) and point.compute_s == pytest.approx(2e-3)
+
+
+def test_paths_that_share_the_tensor_cores_still_add_up_under_max() -> None:
+    shape = ShapeRoofline(w_flops={"fp8_e4m3": 1979 * 10**9, "bf16": 989 * 10**9,
+                                   "fp32": 67 * 10**9},
+                          q_read_bytes=0, q_write_bytes=1, compute_overlap="max")
+    # fp8 and bf16 MMAs take turns on the same tensor cores (2 ms); fp32 runs beside (1 ms).
+    assert sol_seconds(shape, H200) == pytest.approx(2e-3)
+
+
+def test_memory_time_still_bounds_an_overlapping_shape() -> None:
+    shape = ShapeRoofline(w_flops={"bf16": 989 * 10**6, "fp32": 67 * 10**6},
+                          q_read_bytes=48 * 10**8, q_write_bytes=0, compute_overlap="max")
+    point = roofline_point(shape, H200)
+    assert point.sol_s == point.memory_s == pytest.approx(1e-3)
+
+
+def test_an_unknown_compute_overlap_is_an_error() -> None:
+    entry = {"semantic_W_flops": {}, "semantic_Q_read_bytes": 1, "semantic_Q_write_bytes": 1}
+    with pytest.raises(ReleaseError, match="compute_overlap: must be one of sum, max"):
+        ShapeRoofline.from_json(entry, {"compute_overlap": "min"})
+
+
 def test_a_missing_precision_path_is_an_error_not_a_default() -> None:
     partial = HardwareProfile(name="X", arch=None, peak_flops={"bf16_tc": 1e15},
                               hbm_bytes_per_s=1e12, launch_floor_s=0)

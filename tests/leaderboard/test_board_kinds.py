@@ -80,14 +80,15 @@ def ranking(release: Release, board: str = "", **params: str) -> list[tuple[str,
 
 
 def test_regime_boards_rank_by_the_shapes_of_their_regime(release: Release) -> None:
-    # gemm_fp16 on H200: 5 memory-bound shapes, 3 compute-bound (prefill GEMMs).
-    submit(release, "Red", {"gemm_fp16": by_regime(memory=0.9, compute=0.1)})
-    submit(release, "Blue", {"gemm_fp16": by_regime(memory=0.3, compute=0.7)})
+    # gemm_fp16's scored tier on H200: 3 memory-bound shapes (decode), 3 compute-bound
+    # (prefill GEMMs); its 2 dev shapes are not scored.
+    submit(release, "Red", {"gemm_fp16": by_regime(memory=0.9, compute=0.2)})
+    submit(release, "Blue", {"gemm_fp16": by_regime(memory=0.3, compute=0.6)})
     activate(release, {"gemm_fp16": 1})
-    # Aggregate: medians of [0.1 x3, 0.9 x5] = 0.9 and [0.3 x5, 0.7 x3] = 0.3.
-    assert ranking(release) == [("Red", 0.9), ("Blue", 0.3)]
+    # Aggregate: medians of [0.2 x3, 0.9 x3] = 0.55 and [0.3 x3, 0.6 x3] = 0.45.
+    assert ranking(release) == [("Red", 0.55), ("Blue", 0.45)]
     assert ranking(release, "memory") == [("Red", 0.9), ("Blue", 0.3)]
-    assert ranking(release, "compute") == [("Blue", 0.7), ("Red", 0.1)]
+    assert ranking(release, "compute") == [("Blue", 0.6), ("Red", 0.2)]
     page = Client().get(f"/boards/{release.pk}/H200/compute/").content.decode()
     assert "Compute-bound shapes" in page
     assert re.findall(r"<tr><td>(\d)</td><td>(\w+)</td>", page) == [("1", "Blue"), ("2", "Red")]

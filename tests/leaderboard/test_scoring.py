@@ -14,7 +14,6 @@ from leaderboard.scoring import (
     combine,
     normalise_weights,
     operator_score,
-    regime,
     score_submission,
     shape_score,
     solve_rate,
@@ -65,11 +64,13 @@ def test_zero_weights_and_missing_operators() -> None:
     assert weighted_score({"a": 0.8, "b": None}, weights) is None
 
 
-def test_regime_splits_at_the_ridge_point() -> None:
-    ridge = 989e12 / 4.8e12  # H200 bf16: about 206 FLOP/B
-    assert regime(ridge * 1000, 1000, ridge) == "compute"  # exactly at the ridge
-    assert regime(ridge * 999, 1000, ridge) == "memory"
-    assert regime(10, 0, ridge) == "compute"
+def test_regime_compares_the_times_at_peak_with_a_balanced_band() -> None:
+    from evaluation.harness.roofline import regime
+
+    assert regime(1.0, 0.5) == "compute" and regime(0.5, 1.0) == "memory"
+    assert regime(1.0, 1.04) == "balanced" == regime(1.04, 1.0)  # within 5%: Atrex's class
+    assert regime(1.0, 1.06) == "memory" and regime(1.06, 1.0) == "compute"
+    assert regime(0.0, 0.0) == "memory"  # no work at all: nothing to compute
 
 
 def test_a_whole_submission_by_hand() -> None:

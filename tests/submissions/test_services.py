@@ -74,7 +74,10 @@ def test_an_upload_creates_one_queued_job_per_operator(release: Release) -> None
     submission = upload(TeamFactory(), release, "both.zip", buffer.getvalue(), agent="codex")
     jobs = EvaluationJob.objects.filter(candidate__submission=submission)
     totals = {j.candidate.operator.name: j.shapes_total for j in jobs}
-    assert totals == {"rms_norm": 8, "silu_and_mul": 7}  # every shape: the default filter is *
+    # The default filter is the scored tier: every shape but the two dev-* ones.
+    assert totals == {"rms_norm": 6, "silu_and_mul": 5}
+    assert not any(s.startswith("dev-") for j in jobs for s in j.shape_ids)
+    assert sum(len(j.shape_ids) for j in jobs) == 11
     assert {j.status for j in jobs} == {"queued"}
     assert submission.agent == "codex"
 
