@@ -1,11 +1,42 @@
-from django.contrib import admin
+from typing import Any
 
-from .models import HardwareProfile, Operator, OperatorHidden, Release, ReleaseHidden, Shape
+from django.contrib import admin
+from django.http import HttpRequest
+
+from .models import (
+    HardwareProfile,
+    HardwareProfileVersion,
+    Operator,
+    OperatorHidden,
+    Release,
+    ReleaseHidden,
+    Shape,
+)
+
+
+class HardwareProfileVersionInline(admin.TabularInline):
+    model = HardwareProfileVersion
+    fields = ("version", "created_at", "author", "note", "arch", "peak_flops",
+              "hbm_bytes_per_s", "launch_floor_s")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(HardwareProfile)
 class HardwareProfileAdmin(admin.ModelAdmin):
-    list_display = ("name", "arch", "hbm_bytes_per_s", "launch_floor_s", "queue")
+    list_display = ("name", "version", "arch", "hbm_bytes_per_s", "launch_floor_s", "queue")
+    # The figures are the SOL basis of every stored result: they change only through
+    # `manage.py hardware_profile` (a new version, results rescaled, boards rescored, audited).
+    readonly_fields = ("name", "version", "arch", "peak_flops", "hbm_bytes_per_s",
+                       "launch_floor_s", "source")
+    inlines = [HardwareProfileVersionInline]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
 
 class OperatorInline(admin.TabularInline):

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Max
 
+from evaluation.harness.release import DTYPE_TO_PEAK_PATH, PEAK_PATH_UNIT, ReleaseError, load_release
 from evaluation.harness.release import HardwareProfile as HardwareSpec
 from evaluation.harness.release import Release as LoadedRelease
-from evaluation.harness.release import ReleaseError, load_release
 from evaluation.models import (
     HardwareProfile,
+    HardwareProfileVersion,
     Operator,
     OperatorHidden,
     Release,
@@ -32,6 +36,9 @@ class ImportSummary:
     shapes: int
     hardware: list[str]
     warnings: list[str] = field(default_factory=list)
+    # Per stored profile, how the release's configs/hardware YAML differs from it: reported,
+    # never applied (a profile changes only by an admin's new version).
+    hardware_differences: dict[str, list[str]] = field(default_factory=dict)
 
 
 def release_content_sha256(root: Path) -> str:
@@ -49,12 +56,19 @@ def release_import(*, path: Path, name: str | None = None) -> ImportSummary:
     loaded = load_release(path)  # raises ReleaseError before anything is written
     name = name or loaded.name
     content = release_content_sha256(loaded.root)
-    hardware = [hardware_profile_upsert(spec).name for spec in loaded.hardware.values()]
+    profiles, differences = [], {}
+    for spec in loaded.hardware.values():
+        profile, changes = hardware_profile_from_release(spec, release=name)
+        profiles.append(profile)
+        if changes:
+            differences[profile.name] = changes
+    _check_stored_profiles_cover(loaded, profiles)
+    hardware = [profile.name for profile in profiles]
     existing = Release.objects.filter(name=name, content_sha256=content).first()
     if existing is not None:
         return ImportSummary(existing, False, existing.operators.count(),
                              Shape.objects.filter(operator__release=existing).count(), hardware,
-                             list(loaded.warnings))
+                             list(loaded.warnings), differences)
     version = (Release.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0) + 1
     release = Release.objects.create(
         name=name, version=version, content_sha256=content, dsl=loaded.settings.dsl,
@@ -80,16 +94,149 @@ def release_import(*, path: Path, name: str | None = None) -> ImportSummary:
             for i, s in enumerate(op.public.shapes))
         shapes += len(op.public.shapes)
     return ImportSummary(release, True, len(loaded.operators), shapes, hardware,
-                         list(loaded.warnings))
+                         list(loaded.warnings), differences)
 
 
-def hardware_profile_upsert(spec: HardwareSpec) -> HardwareProfile:
-    profile, _ = HardwareProfile.objects.update_or_create(
-        name=spec.name,
-        defaults={"arch": spec.arch or "", "peak_flops": dict(spec.peak_flops),
-                  "hbm_bytes_per_s": spec.hbm_bytes_per_s, "launch_floor_s": spec.launch_floor_s,
-                  "source": dict(spec.source)})
-    return profile
+class HardwareProfileError(Exception):
+    """A hardware profile's figures that cannot be stored: says which and why."""
+
+
+def hardware_profile_from_release(spec: HardwareSpec, *,
+                                  release: str) -> tuple[HardwareProfile, list[str]]:
+    """The stored profile `spec` names, created (as its version 1) when there is none.
+
+    An existing profile is never changed by an import: every release and every stored
+    result share it. Where the release's YAML differs, the differences are returned, for the
+    admin to apply or not (leaderboard/hardware.py `hardware_profile_update`).
+    """
+    figures = {"arch": spec.arch or "", "peak_flops": dict(spec.peak_flops),
+               "hbm_bytes_per_s": spec.hbm_bytes_per_s, "launch_floor_s": spec.launch_floor_s,
+               "source": dict(spec.source)}
+    profile, created = HardwareProfile.objects.get_or_create(
+        name=spec.name, defaults={**figures, "version": 1})
+    if created:
+        HardwareProfileVersion.objects.create(
+            profile=profile, version=1, **figures,
+            note=f"created by importing release {release} (configs/hardware)")
+        return profile, []
+    return profile, hardware_differences(profile.as_spec(), spec)
+
+
+def hardware_profile_version_create(*, profile: HardwareProfile, figures: HardwareSpec,
+                                    source: Mapping[str, Any], author: Any,
+                                    note: str) -> HardwareProfileVersion:
+    """`figures` (validated) as the profile's next version, made current.
+
+    The caller holds the profile row's lock (select_for_update): versions are numbered
+    one after the other.
+    """
+    if not profile.versions.filter(version=profile.version).exists():
+        # A profile made outside an import (a script, a test): keep its figures as history.
+        HardwareProfileVersion.objects.create(
+            profile=profile, version=profile.version, arch=profile.arch,
+            peak_flops=profile.peak_flops, hbm_bytes_per_s=profile.hbm_bytes_per_s,
+            launch_floor_s=profile.launch_floor_s, source=profile.source,
+            note="recorded when the next version was made")
+    latest = profile.versions.aggregate(v=Max("version"))["v"] or 0
+    values = {"arch": figures.arch or "", "peak_flops": dict(figures.peak_flops),
+              "hbm_bytes_per_s": figures.hbm_bytes_per_s,
+              "launch_floor_s": figures.launch_floor_s, "source": dict(source)}
+    version = HardwareProfileVersion.objects.create(
+        profile=profile, version=latest + 1, author=author if getattr(author, "pk", None)
+        else None, note=note, **values)
+    HardwareProfile.objects.filter(pk=profile.pk).update(version=version.version, **values)
+    profile.refresh_from_db()
+    return version
+
+
+def hardware_differences(stored: HardwareSpec, other: HardwareSpec) -> list[str]:
+    """What `other` would change in `stored`, one line per figure (source notes aside)."""
+    def shown(value: float | str | None) -> str:
+        if value is None or value == "":
+            return "none"
+        return value if isinstance(value, str) else f"{value:.6g}"
+
+    changes = []
+    if (stored.arch or None) != (other.arch or None):
+        changes.append(f"arch: stored {shown(stored.arch)}, release {shown(other.arch)}")
+    for path in sorted(set(stored.peak_flops) | set(other.peak_flops)):
+        mine, theirs = stored.peak_flops.get(path), other.peak_flops.get(path)
+        if mine is None or theirs is None or float(mine) != float(theirs):
+            changes.append(f"p_peak.{path}: stored {shown(mine)}, release {shown(theirs)}")
+    for label, mine_value, theirs_value in (
+            ("b_peak.hbm", stored.hbm_bytes_per_s, other.hbm_bytes_per_s),
+            ("launch.floor_s", stored.launch_floor_s, other.launch_floor_s)):
+        if float(mine_value) != float(theirs_value):
+            changes.append(f"{label}: stored {shown(mine_value)}, release {shown(theirs_value)}")
+    return changes
+
+
+def hardware_figures_check(*, name: str, peak_flops: Mapping[str, Any], hbm_bytes_per_s: Any,
+                           launch_floor_s: Any, arch: Any) -> HardwareSpec:
+    """Figures an admin proposes for a profile, validated; HardwareProfileError otherwise."""
+    if not isinstance(peak_flops, Mapping) or not peak_flops:
+        raise HardwareProfileError(f"{name}: p_peak: at least one precision path is needed")
+    unknown = sorted(str(path) for path in peak_flops if path not in PEAK_PATH_UNIT)
+    if unknown:
+        raise HardwareProfileError(f"{name}: p_peak.{unknown[0]}: unknown precision path "
+                                   f"(known: {', '.join(PEAK_PATH_UNIT)})")
+    peaks = {str(path): _positive(value, f"{name}: p_peak.{path}")
+             for path, value in peak_flops.items()}
+    hbm = _positive(hbm_bytes_per_s, f"{name}: b_peak.hbm")
+    floor = _number(launch_floor_s, f"{name}: launch.floor_s")
+    if floor < 0:
+        raise HardwareProfileError(f"{name}: launch.floor_s: must not be negative (got {floor})")
+    if not isinstance(arch, str) or len(arch) > 50:
+        raise HardwareProfileError(f"{name}: arch: must be text of at most 50 characters")
+    return HardwareSpec(name=name, arch=arch or None, peak_flops=peaks, hbm_bytes_per_s=hbm,
+                        launch_floor_s=floor)
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise HardwareProfileError(f"{where}: must be a finite number (got {value!r})")
+    return float(value)
+
+
+def _positive(value: Any, where: str) -> float:
+    number = _number(value, where)
+    if number <= 0:
+        raise HardwareProfileError(f"{where}: must be positive (got {number:g})")
+    return number
+
+
+def peak_paths_in_use() -> dict[str, str]:
+    """Precision path -> the first stored roofline shape whose W needs it (where to look)."""
+    needed: dict[str, str] = {}
+    rows = (OperatorHidden.objects.exclude(roofline=None)
+            .select_related("operator__release").order_by("operator__release", "operator__name"))
+    for hidden in rows:
+        for shape_id, entry in sorted(((hidden.roofline or {}).get("shapes") or {}).items()):
+            for dtype in entry.get("semantic_W_flops") or {}:
+                path = DTYPE_TO_PEAK_PATH.get(dtype)
+                if path is not None:
+                    needed.setdefault(path, f"{hidden.operator.release} "
+                                            f"{hidden.operator.name}/{shape_id}")
+    return needed
+
+
+def _check_stored_profiles_cover(loaded: LoadedRelease, profiles: list[HardwareProfile]) -> None:
+    """The stored profiles, not the release's YAML, give the SOL: they need every precision
+    path the release's W uses (the loader checked the YAML's only)."""
+    needed: dict[str, str] = {}
+    for op in loaded.operators.values():
+        for shape_id, shape in sorted((op.roofline or {}).items()):
+            for dtype in shape.w_flops:
+                needed.setdefault(DTYPE_TO_PEAK_PATH[dtype],
+                                  f"data/{op.name}/roofline.json shapes.{shape_id}")
+    for profile in profiles:
+        for path, where in sorted(needed.items()):
+            if path not in profile.peak_flops:
+                raise ReleaseError(
+                    f"hardware profile {profile.name} v{profile.version} (stored)",
+                    f"p_peak.{path}", f"missing, needed by {where}; an import never changes a "
+                    f"stored profile: add the path with `manage.py hardware_profile "
+                    f"{profile.name} --peak {path}=FLOPS`")
 
 
 def _read_json_text(path: Path) -> object | None:

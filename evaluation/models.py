@@ -7,6 +7,7 @@ by accident and hidden rows are never serialised with public ones.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 from evaluation.harness.release import HardwareProfile as HardwareSpec
@@ -14,12 +15,20 @@ from evaluation.protocol import eval_queue
 
 
 class HardwareProfile(models.Model):
+    """The current figures of one hardware target: those of its version `version`.
+
+    Shared by every release. An import only creates a profile that does not exist yet; a
+    change is an admin's new version (leaderboard/hardware.py), which rescales stored results.
+    """
+
     name = models.CharField(max_length=50, unique=True)
     arch = models.CharField(max_length=50, blank=True)
     peak_flops = models.JSONField(help_text="precision path -> dense FLOP/s")
     hbm_bytes_per_s = models.FloatField()
     launch_floor_s = models.FloatField()
     source = models.JSONField(default=dict, blank=True)
+    version = models.PositiveIntegerField(default=1, help_text="the HardwareProfileVersion "
+                                          "whose figures these are")
 
     def __str__(self) -> str:
         return self.name
@@ -34,6 +43,31 @@ class HardwareProfile(models.Model):
     def queue(self) -> str:
         """The Celery queue GPU workers of this hardware consume."""
         return eval_queue(self.name)
+
+
+class HardwareProfileVersion(models.Model):
+    """One immutable set of a profile's figures, with who made it and why."""
+
+    profile = models.ForeignKey(HardwareProfile, on_delete=models.CASCADE,
+                                related_name="versions")
+    version = models.PositiveIntegerField()
+    arch = models.CharField(max_length=50, blank=True)
+    peak_flops = models.JSONField(help_text="precision path -> dense FLOP/s")
+    hbm_bytes_per_s = models.FloatField()
+    launch_floor_s = models.FloatField()
+    source = models.JSONField(default=dict, blank=True)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True,
+                               blank=True)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["profile", "version"],
+                                               name="hardware_profile_version")]
+        ordering = ["profile", "-version"]
+
+    def __str__(self) -> str:
+        return f"{self.profile} v{self.version}"
 
 
 class Release(models.Model):

@@ -14,11 +14,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluation.harness.release import ShapeRoofline
-from evaluation.harness.results import PASSED
-from evaluation.harness.roofline import attainment, roofline_point
-from evaluation.models import Shape
+from evaluation.harness.roofline import roofline_point
+from evaluation.models import HardwareProfile, Shape
 from evaluation.protocol import RESULTS_QUEUE, publish_stop, stop_message
 from submissions.models import EvaluationJob, ShapeResult
+from submissions.sol import shape_scores
 
 RESCORE_TASK = "leaderboard.rescore_submission"  # by name: leaderboard sits above this app
 
@@ -134,18 +134,11 @@ def _roofline(job: EvaluationJob, shape_id: str, raw: dict[str, Any],
               timing: dict[str, Any]) -> dict[str, Any]:
     hidden = job.candidate.operator.hidden
     entry = ((hidden.roofline or {}).get("shapes") or {}).get(shape_id)
-    if not entry:
-        return {}
-    shape = ShapeRoofline.from_json(entry, hidden.roofline)
-    point = roofline_point(shape, job.candidate.submission.hardware.as_spec())
-    result: dict[str, Any] = {"sol_s": point.sol_s}
-    median = timing.get("median_s")
-    if raw.get("status") == PASSED and timing.get("measured") and median:
-        score = attainment(point.sol_s, float(median), job.candidate.submission.hardware
-                           .launch_floor_s)
-        result.update(attainment=score.attainment,
-                      attainment_with_floor=score.attainment_with_floor,
-                      suspicious=score.suspicious)
-    elif raw.get("status") != PASSED:
-        result["attainment"] = 0.0
-    return result
+    # The profile's current figures, read under a lock: an admin's update of the profile
+    # (leaderboard/hardware.py) rescales every stored result, and waits for this one.
+    hardware = (HardwareProfile.objects.select_for_update(no_key=True)
+                .get(pk=job.candidate.submission.hardware_id))
+    sol_s = roofline_point(ShapeRoofline.from_json(entry, hidden.roofline),
+                           hardware.as_spec()).sol_s if entry else None
+    return shape_scores(sol_s, str(raw.get("status")), timing.get("median_s"),
+                        timing.get("measured", False), hardware.launch_floor_s)

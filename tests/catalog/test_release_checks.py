@@ -269,3 +269,12 @@ def test_tuple_outputs_are_compared_by_position() -> None:
     assert as_output_dict((ones, "not a tensor")) is None
     result = compare_outputs(as_output_dict((ones, ones)), as_output_dict((ones, twos)), 0, 0)
     assert not result.passed and result.worst_output == "out1"
+
+
+def test_check_release_names_the_versions_there_are_for_an_unknown_one() -> None:
+    call_command("import_release", str(FIXTURE_RELEASE))
+    with pytest.raises(CommandError, match=r"release 'atrex-fixture' has no version 7 "
+                                           r"\(imported versions: 1\)"):
+        call_command("check_release", "atrex-fixture", "--release-version", "7")
+    with pytest.raises(CommandError, match="no imported release named 'nope'"):
+        call_command("check_release", "nope", "--release-version", "1")

@@ -1,4 +1,4 @@
-"""python manage.py check_release NAME [--version N]: check an imported release end to end.
+"""python manage.py check_release NAME [--release-version N]: check an imported release end to end.
 
 Writes the release back out of the catalog (public and hidden files, as imported) and runs
 the harness's release check on it: the loader's checks, input keys against
@@ -28,13 +28,14 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         releases = Release.objects.filter(name=options["name"]).order_by("-version")
-        if options["release_version"] is not None:
-            releases = releases.filter(version=options["release_version"])
-        release = releases.first()
+        if not releases.exists():
+            raise CommandError(f"no imported release named {options['name']!r}")
+        wanted = options["release_version"]
+        release = releases.first() if wanted is None else releases.filter(version=wanted).first()
         if release is None:
-            raise CommandError(f"no imported release named {options['name']!r}"
-                               + (f" with version {options['version']}"
-                                  if options["release_version"] is not None else ""))
+            versions = ", ".join(str(v) for v in sorted(releases.values_list("version", flat=True)))
+            raise CommandError(f"release {options['name']!r} has no version {wanted} "
+                               f"(imported versions: {versions})")
         hardware = {h.name: h.as_spec() for h in HardwareProfile.objects.all()}
         self.stdout.write(f"checking {release}: {release.operators.count()} operators, "
                           f"hardware {', '.join(sorted(hardware))}")

@@ -39,3 +39,9 @@ class Command(BaseCommand):
         self.stdout.write("  " + ", ".join(f"{op} {w:.3f}" for op, w in heaviest))
         for warning in summary.warnings:
             self.stdout.write(f"warning: {warning}")
+        for name, differences in summary.hardware_differences.items():
+            self.stdout.write(f"hardware {name}: the release's configs/hardware differs from the "
+                              "stored profile, not applied (an import never changes a stored "
+                              "profile; `manage.py hardware_profile` does):")
+            for difference in differences:
+                self.stdout.write(f"  {difference}")
