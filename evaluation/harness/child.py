@@ -473,5 +473,5 @@ def main() -> None:
     started = time.perf_counter()
     runtime.warm_up()
     ChildRuntime.emit(runtime, event="ready", device=str(runtime.device), torch=torch.__version__,
-                 warm_up_seconds=time.perf_counter() - started)
+                      warm_up_seconds=time.perf_counter() - started, monotonic=time.monotonic())
     runtime.serve(sys.stdin)

@@ -284,7 +284,7 @@ class ChildProcess:
         The first request waits until the child reports it is ready.
         """
         if self._process is None:
-            self._started_at = time.perf_counter()
+            self._started_at = time.monotonic()
             self._spawn()
             self._ready = False
 
@@ -301,7 +301,14 @@ class ChildProcess:
                 self._cleanup()
             self.start()
         if not self._ready:
-            self._await_ready()
+            try:
+                self._await_ready()
+            except HarnessError:
+                # Once more, from scratch: a child started ahead may have met the GPU full
+                # (seen on an H200: started while the previous candidate held every byte, it
+                # could not create its CUDA context); that candidate is gone by now.
+                self.start()
+                self._await_ready()
         if not self._bound:
             self._send_bind()
 
@@ -318,6 +325,8 @@ class ChildProcess:
             os.close(operator_fd)
         write_file(self._workdir_fd, "candidate.py", self.candidate_source.encode("utf-8"))
         self._bound = True
+        if self._process is not None:
+            _bound_groups.add(self._process.pid)  # start_new_session: its own group
         try:
             self._exchange({"cmd": "bind"}, self.settings.start_timeout_s)
         except CandidateError as exc:
@@ -336,7 +345,13 @@ class ChildProcess:
             self._cleanup()
             raise HarnessError(f"the sandboxed child did not start: {event}")
         self._ready = True
-        self.start_seconds.append(time.perf_counter() - self._started_at)
+        # Spawn to ready by the child's own clock reading (CLOCK_MONOTONIC is one clock for
+        # the whole host): a child started ahead may have waited long before it was used.
+        now = time.monotonic()
+        ready_at = event.get("monotonic")
+        ready_at = ready_at if isinstance(ready_at, float) and \
+            self._started_at <= ready_at <= now else now
+        self.start_seconds.append(ready_at - self._started_at)
         if self.isolation.pid_namespace and self._process is not None:
             self._inner_pidfd = _pidfd_of_only_child(self._process.pid)
 
@@ -559,6 +574,7 @@ class ChildProcess:
 
     def _cleanup(self) -> None:
         if self._process is not None:
+            _bound_groups.discard(self._process.pid)
             if self._process.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self._process.pid, signal.SIGKILL)
@@ -625,6 +641,21 @@ def _wait_readable(fd: int, timeout_s: float) -> None:
         selector.select(timeout=timeout_s)
 
 
+# Process groups of the children of this process that hold a candidate: what a stop request
+# kills (another thread, the stop watcher, reads it).
+_bound_groups: set[int] = set()
+
+
+def kill_bound_children() -> int:
+    """SIGKILL the process group of every child bound to a candidate; the number killed."""
+    killed = 0
+    for group in list(_bound_groups):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+            killed += 1
+    return killed
+
+
 _PR_SET_PDEATHSIG = 1
 try:  # looked up before any fork: the forked process only calls it
     _prctl: Any = ctypes.CDLL(None, use_errno=True).prctl
@@ -652,6 +683,11 @@ class WarmChildren:
         child = self._next or self._new()
         self._next = self._new()
         return child
+
+    def prepare(self) -> None:
+        """Start the next child now (a worker does this at start, before its first job)."""
+        if self._next is None:
+            self._next = self._new()
 
     def close(self) -> None:
         if self._next is not None:

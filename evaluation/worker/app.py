@@ -9,8 +9,9 @@
 - ATREX_SANDBOX_UID / ATREX_SANDBOX_GID: the candidate's uid (one per worker on a host);
   ATREX_SANDBOX_REQUIRED=1: refuse to start where the sandbox cannot be built.
 
-At start it removes the work areas of workers killed on this host (team source, outputs)
-and checks the sandbox once, so a misconfigured host fails at start, not on the first job.
+At start it removes the work areas of workers killed on this host (team source, outputs),
+checks the sandbox once, so a misconfigured host fails at start, not on the first job, and
+starts the child for its first job; on shutdown it ends the child kept ahead.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import worker_init, worker_ready, worker_shutdown
 
+from evaluation.harness.release import DEFAULT_DSL
 from evaluation.harness.sandbox import SandboxSettings, planned_isolation, workdir_base
 from evaluation.harness.workarea import sweep_stale_areas
 from evaluation.protocol import FILESYSTEM_BROKER, TASK_SETTINGS, broker_settings
@@ -60,3 +62,18 @@ def _prepare_host(**_: Any) -> None:
     isolation = planned_isolation(settings, ())  # raises when required and unavailable
     log.info("sandbox: private root %s, uid %s%s", isolation.private_root, isolation.uid,
              "".join(f"; {note}" for note in isolation.notes))
+
+
+@worker_ready.connect
+def _start_first_child(**_: Any) -> None:
+    """The first job finds its child started too (imports, CUDA context, private root)."""
+    from evaluation.worker.jobs import warm_children, worker_device
+
+    warm_children(worker_device(), DEFAULT_DSL, SandboxSettings()).prepare()
+
+
+@worker_shutdown.connect
+def _stop_children(**_: Any) -> None:
+    from evaluation.worker.jobs import close_warm_children
+
+    close_warm_children()

@@ -16,20 +16,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import signal
 import socket
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from celery import Celery
 from kombu.entity import Queue
 from kombu.message import Message
 
+from evaluation.harness.sandbox import kill_bound_children
 from evaluation.protocol import STOP_EXCHANGE, applies_to
 
 log = logging.getLogger(__name__)
@@ -40,26 +38,10 @@ class RunStopped(Exception):
 
 
 def kill_children() -> int:
-    """SIGKILL the process group of each child this process started in its own session.
-
-    That is the harness's sandboxed child (started with start_new_session, and in its own
-    PID namespace where the host allows): killing its group ends everything it made.
-    """
-    killed = 0
-    me = os.getpid()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        pid, ppid, pgid = int(entry.name), int(fields[1]), int(fields[2])
-        if ppid == me and pgid == pid:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
-                killed += 1
-    return killed
+    """SIGKILL every sandboxed child of this process that holds a candidate (its process
+    group, and with its PID namespace everything it made). The child kept warm for the next
+    job holds none and is spared."""
+    return kill_bound_children()
 
 
 class StopWatch:

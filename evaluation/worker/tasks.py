@@ -11,9 +11,10 @@ from typing import Any
 
 from celery import Task
 
+from evaluation.harness.sandbox import SandboxSettings
 from evaluation.protocol import EVALUATE_TASK, RECORD_EVENT_TASK, RESULTS_QUEUE
 from evaluation.worker.app import app
-from evaluation.worker.jobs import new_run_id, run_job_spec
+from evaluation.worker.jobs import new_run_id, run_job_spec, warm_children, worker_device
 from evaluation.worker.stop import RunStopped, StopWatch
 
 # Reports must outlive a broker restart: keep trying for about two minutes (a report that
@@ -39,7 +40,10 @@ def evaluate_job(self: Task, spec: dict[str, Any]) -> None:
 
     with watch:
         try:
-            run_job_spec(spec, publish, run=run, worker=worker, check_stop=watch.check)
+            warm = warm_children(worker_device(), str(spec.get("dsl", "triton")),
+                                 SandboxSettings())
+            run_job_spec(spec, publish, run=run, worker=worker, check_stop=watch.check,
+                         warm=warm)
         except RunStopped as exc:
             log.warning("%s", exc)
 

@@ -276,3 +276,26 @@ def _running(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_child_that_failed_to_start_is_started_once_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child started ahead can meet the GPU full (the previous candidate held all of it):
+    its first request starts it again rather than failing the whole evaluation."""
+    from evaluation.harness.sandbox import ChildProcess
+
+    real_argv = ChildProcess._argv
+    calls: list[int] = []
+
+    def first_start_fails(self: ChildProcess) -> list[str]:
+        calls.append(1)
+        return ["/bin/false"] if len(calls) == 1 else real_argv(self)
+
+    monkeypatch.setattr(ChildProcess, "_argv", first_start_fails)
+    warm = WarmChildren(device="cpu", dsl="triton", masked_paths=(FIXTURE_RELEASE,),
+                        settings=TEST_SETTINGS.sandbox)
+    try:
+        result = run_candidate("rms_norm", HONEST, [GOOD_SHAPE], warm=warm)
+    finally:
+        warm.close()
+    assert result.shapes[0].status == "passed", result.shapes[0].error
+    assert len(calls) >= 2

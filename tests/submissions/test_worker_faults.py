@@ -251,8 +251,10 @@ def test_a_cancelled_job_stops_and_its_sandboxed_child_is_gone(tmp_path: Path,
     eval_log = tmp_path / "eval.log"
     with results_worker(tmp_path), celery_worker("eval.H200", eval_log, name="eval") as worker:
         job = upload(release, slow_candidate(3600))  # never finishes on its own
-        wait_until(lambda: job_state(job).status == "running" and bool(descendants(worker.pid)),
-                   120, "running in a child", eval_log)
+        # two sandboxes below the worker: the job's child and the one kept for the next job
+        wait_until(lambda: job_state(job).status == "running"
+                   and len(_direct_children(worker.pid)) == 2, 120, "running in a child",
+                   eval_log)
         children = descendants(worker.pid)
         client = Client()
         client.force_login(member_of(job.candidate.submission.team, "erin"))
@@ -263,10 +265,27 @@ def test_a_cancelled_job_stops_and_its_sandboxed_child_is_gone(tmp_path: Path,
         # sandbox waits for it.
         wait_until(lambda: f"{attempt_task_id(job.pk, 1)}] succeeded" in eval_log.read_text(),
                    60, "the task ended", eval_log)
-        assert not descendants(worker.pid)
-        assert all(not Path(f"/proc/{pid}").exists() or _zombie(pid) for pid in children)
+        # The job's sandbox is gone, every process of it; the warm one waits for the next job.
+        remaining = descendants(worker.pid)
+        assert len(_direct_children(worker.pid)) == 1 and set(remaining) < set(children)
+        gone = set(children) - set(remaining)
+        assert len(gone) >= len(remaining) >= 1
+        assert all(not Path(f"/proc/{pid}").exists() or _zombie(pid) for pid in gone)
     job.refresh_from_db()
     assert job.status == "cancelled" and not ShapeResult.objects.filter(job=job).exists()
+
+
+def _direct_children(pid: int) -> list[int]:
+    parents = {int(p.name): _parent(int(p.name)) for p in Path("/proc").iterdir()
+               if p.name.isdigit()}
+    return [child for child, parent in parents.items() if parent == pid and not _zombie(child)]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _zombie(pid: int) -> bool:

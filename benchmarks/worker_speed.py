@@ -1,0 +1,124 @@
+"""Seconds per shape: the evaluator as the command line runs it against the GPU worker's path.
+
+- "cli": `evaluate()` with a new sandboxed child per evaluation, as
+  `python -m evaluation evaluate` does (the child's imports, CUDA context and private root
+  are paid inside the evaluation).
+- "worker": job specs run back to back through `evaluation.worker.jobs.run_job_spec`, what the
+  Celery task runs (spec in, reports out), with the worker's children started ahead: each
+  job takes the child started while the previous one ran. The first job is the one after
+  the worker's start (its child was started at start-up, `prepare`).
+
+Usage (on a GPU host, from the repository root):
+
+    python benchmarks/worker_speed.py --release DIR --operator rms_norm \
+        --candidate evaluation/sample_candidates/rms_norm/triton_native.py [--jobs 3] [--json OUT]
+
+Prints a table last. The portal's cost per shape also includes the broker's round trips,
+which `scale_out.py` measures end to end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, evaluate  # noqa: E402
+from evaluation.harness.release import load_release  # noqa: E402
+from evaluation.harness.sandbox import SandboxSettings  # noqa: E402
+from evaluation.protocol import job_spec  # noqa: E402
+from evaluation.worker.jobs import run_job_spec, warm_children, worker_device  # noqa: E402
+
+
+def cli_runs(release: Path, operator: str, source: str, shapes: list[str],
+             jobs: int) -> list[dict[str, Any]]:
+    op = load_release(release).operator(operator)
+    runs = []
+    for _ in range(jobs):
+        started = time.perf_counter()
+        result = evaluate(EvaluationJob(operator=op.public, candidate_source=source,
+                                        tolerance=op.tolerance, shape_ids=shapes),
+                          EvaluationSettings())
+        seconds = time.perf_counter() - started
+        runs.append({"seconds": seconds, "shapes": len(result.shapes),
+                     "passed": sum(s.status == "passed" for s in result.shapes),
+                     "child_start_s": result.child_start_seconds})
+    return runs
+
+
+def worker_runs(release: Path, operator: str, source: str, shapes: list[str],
+                jobs: int) -> list[dict[str, Any]]:
+    op = load_release(release).operator(operator)
+    directory = op.public.directory
+    everything = json.loads((directory / "shapes.json").read_text())
+    spec_args = {
+        "operator": operator, "reference_py": (directory / "reference.py").read_text(),
+        "input_py": (directory / "input.py").read_text(),
+        "shapes_json": json.dumps({k: everything[k] for k in shapes}),
+        "candidate_source": source, "atol": op.tolerance.atol, "rtol": op.tolerance.rtol,
+        "dsl": "triton", "dsl_ratio_threshold": 0.95, "hardware": "H200"}
+    warm = warm_children(worker_device(), "triton", SandboxSettings())
+    warm.prepare()  # as the worker does when it starts
+    time.sleep(15)  # the worker waits for its first job: the child is ready by then
+    runs = []
+    try:
+        for number in range(jobs):
+            events: list[tuple[str, dict[str, Any]]] = []
+            started = time.perf_counter()
+            run_job_spec(job_spec(job_id=number, attempt=1, seed=number, **spec_args),
+                         lambda kind, payload, into=events: into.append((kind, payload)),
+                         warm=warm)
+            seconds = time.perf_counter() - started
+            [result] = [p["result"] for k, p in events if k == "result"]
+            runs.append({"seconds": seconds, "shapes": len(result["shapes"]),
+                         "passed": sum(s["status"] == "passed" for s in result["shapes"]),
+                         "child_start_s": result["child_start_seconds"]})
+    finally:
+        warm.close()
+    return runs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--release", type=Path, required=True)
+    parser.add_argument("--operator", required=True)
+    parser.add_argument("--candidate", type=Path, required=True)
+    parser.add_argument("--jobs", type=int, default=3)
+    parser.add_argument("--shapes", type=int, default=0, help="the first N shapes; 0: all")
+    parser.add_argument("--modes", default="cli,worker")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    op = load_release(args.release).operator(args.operator)
+    shapes = [s.id for s in op.public.shapes if not s.id.startswith("dev-")]
+    shapes = shapes[:args.shapes] if args.shapes else shapes
+    source = args.candidate.read_text()
+    report: dict[str, Any] = {"operator": args.operator, "shapes": len(shapes)}
+    for mode in args.modes.split(","):
+        runner = cli_runs if mode == "cli" else worker_runs
+        report[mode] = runner(args.release, args.operator, source, shapes, args.jobs)
+        for run in report[mode]:
+            print(f"{mode:6} {run['seconds']:7.1f} s  {run['seconds'] / run['shapes']:.3f} s/shape"
+                  f"  passed {run['passed']}/{run['shapes']}  child start "
+                  f"{', '.join(f'{t:.1f}' for t in run['child_start_s'])} s", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\n{args.operator}, {len(shapes)} shapes; seconds per shape (median over jobs):")
+    per_shape = {}
+    for mode in args.modes.split(","):
+        values = [r["seconds"] / r["shapes"] for r in report[mode]]
+        steady = values[1:] or values  # the worker's first job follows its start-up
+        per_shape[mode] = statistics.median(steady)
+        print(f"  {mode:6} {per_shape[mode]:.3f} (first job {values[0]:.3f})")
+    if "cli" in per_shape and "worker" in per_shape:
+        print(f"  worker / cli: {per_shape['worker'] / per_shape['cli']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""A GPU worker runs jobs back to back in children it started ahead of them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaluation.harness.release import load_release
+from evaluation.protocol import job_spec
+from evaluation.worker.jobs import run_job_spec, warm_children
+from tests.conftest import FIXTURE_RELEASE
+from tests.evaluation.helpers import TEST_SETTINGS, sample_source
+
+
+def spec(job_id: int, candidate: str) -> dict[str, Any]:
+    op = load_release(FIXTURE_RELEASE).operator("rms_norm")
+    files = {name: (op.public.directory / name).read_text()
+             for name in ("reference.py", "input.py")}
+    return job_spec(job_id=job_id, attempt=1, operator="rms_norm",
+                    reference_py=files["reference.py"], input_py=files["input.py"],
+                    shapes_json='{"dev-t3-h200": {"init_kwargs": null, "input_kwargs": '
+                                '{"num_tokens": 3, "hidden_size": 200}}}',
+                    candidate_source=sample_source("rms_norm", candidate), atol=1e-2,
+                    rtol=5e-2, dsl="triton", dsl_ratio_threshold=0.95, hardware="H200", seed=7)
+
+
+def test_each_job_takes_the_child_started_ahead_and_leaves_the_next_one_started() -> None:
+    warm = warm_children("cpu", "triton", TEST_SETTINGS.sandbox)
+    warm.prepare()
+    events: list[tuple[str, dict[str, Any]]] = []
+    try:
+        for job_id, candidate in ((1, "triton_native"), (2, "torch_fallback")):
+            ahead = warm._next
+            assert ahead is not None and ahead._process is not None  # started before the job
+            run_job_spec(spec(job_id, candidate), lambda kind, payload: events.append(
+                (kind, payload)), TEST_SETTINGS, warm=warm)
+            assert ahead._process is None  # used by this job, then closed: never reused
+            assert warm._next is not None and warm._next is not ahead
+    finally:
+        warm.close()
+    results = [payload["result"] for kind, payload in events if kind == "result"]
+    assert [r["shapes"][0]["adoption"]["verdict"] for r in results] == ["native",
+                                                                        "fallback-torch"]
