@@ -41,8 +41,9 @@ def boards() -> dict[str, Any]:
     for job in EvaluationJob.objects.all():  # what a finished evaluation leaves
         shapes = job.results.count()
         EvaluationJob.objects.filter(pk=job.pk).update(shapes_total=shapes, shapes_done=shapes)
-    faster_than_light = ShapeResult.objects.filter(
-        job__candidate__submission=submissions["Violet"]).order_by("pk").first()
+    faster_than_light = ShapeResult.objects.filter(  # a scored shape: dev-* ones do not count
+        job__candidate__submission=submissions["Violet"]).exclude(
+        shape__shape_id__startswith="dev-").order_by("pk").first()
     assert faster_than_light is not None
     ShapeResult.objects.filter(pk=faster_than_light.pk).update(
         suspicious=True, attainment=1.4, median_s=2e-6, sol_s=2.8e-6, samples=400,
