@@ -137,6 +137,15 @@ def pipeline_workers(tmp_path: Path, hardware: str = "H200") -> Iterator[Path]:
         yield log
 
 
+def running(pid: int) -> bool:
+    """Exists and has not exited (a zombie has, and waits only for its parent to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def descendants(pid: int) -> list[int]:
     """Every live process below `pid` (its sandboxed children and theirs), from /proc."""
     parents: dict[int, list[int]] = {}

@@ -31,7 +31,7 @@ from evaluation.harness.sandbox import (
 from evaluation.harness.workarea import AREA_PREFIX, WorkArea, work_area
 from tests.conftest import FIXTURE_RELEASE, REPO
 from tests.evaluation.helpers import TEST_SETTINGS, run_candidate, sample_source
-from tests.worker import descendants
+from tests.worker import descendants, running
 
 CANDIDATES = Path(__file__).parent / "candidates"
 HONEST = sample_source("rms_norm", "triton_native")
@@ -206,9 +206,9 @@ def test_a_killed_worker_takes_its_candidate_along_and_its_folders_are_swept(
         worker.send_signal(signal.SIGKILL)
         worker.wait()
         deadline = time.monotonic() + 15
-        while [pid for pid in processes if _running(pid)] and time.monotonic() < deadline:
+        while [pid for pid in processes if running(pid)] and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert [pid for pid in processes if _running(pid)] == []
+        assert [pid for pid in processes if running(pid)] == []
     finally:
         for pid in descendants(worker.pid) if worker.poll() is None else []:
             os.kill(pid, signal.SIGKILL)
@@ -239,14 +239,6 @@ def test_a_live_workers_area_is_not_swept(tmp_path: Path) -> None:
         assert live.path.exists()
     finally:
         live.remove()
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_the_isolation_report_says_the_child_had_a_private_root() -> None:

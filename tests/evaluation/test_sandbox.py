@@ -251,7 +251,7 @@ def test_a_killed_child_is_gone_when_kill_returns() -> None:
     meanwhile would overlap them; kill() waits until every process of the child is gone."""
     from evaluation.harness.release import load_release
     from evaluation.harness.sandbox import ChildProcess
-    from tests.worker import descendants
+    from tests.worker import descendants, running
 
     operator = load_release(FIXTURE_RELEASE).operator("rms_norm").public
     child = ChildProcess(device="cpu", dsl="triton", masked_paths=(),
@@ -264,18 +264,10 @@ def test_a_killed_child_is_gone_when_kill_returns() -> None:
         processes = [child._process.pid, *descendants(child._process.pid)]
         assert len(processes) >= 2  # unshare and the namespace's first process
         child.kill()
-        assert [pid for pid in processes if _running(pid)] == []
+        assert [pid for pid in processes if running(pid)] == []
     finally:
         child.close()
 
-
-def _running(pid: int) -> bool:
-    """Exists and has not exited (a zombie has, and waits only for its parent to reap it)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_a_child_that_failed_to_start_is_started_once_more(monkeypatch: pytest.MonkeyPatch) -> None:
