@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # The CPU wheel on this project's machines; an unpinned torch would pull a multi-GB CUDA build.
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: setup run test lint demo-evaluator
+.PHONY: setup browser run test lint demo-evaluator
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,7 +14,13 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
+# The browser tests drive Debian's Chromium: installed here when missing (as root; otherwise
+# the command to run is printed). `make run` works without it; `make test` stops without it.
 setup: $(VENV)/.installed
+	@scripts/install-browser
+
+browser:
+	@scripts/install-browser --require
 
 run: setup
 	scripts/run-portal
@@ -28,5 +34,5 @@ lint: setup
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
 
-test: lint
+test: browser lint
 	$(PY) -m pytest

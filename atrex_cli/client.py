@@ -22,9 +22,12 @@ EXIT_REJECTED = 5  # the portal refused the request as invalid (400): its messag
 EXIT_QUOTA = 6  # quota used up or rate limited (429)
 EXIT_UNREACHABLE = 7  # connection refused, unknown host, timed out
 EXIT_SERVER = 8  # the server failed (5xx) or answered something this client cannot read
-EXIT_EVALUATION_FAILED = 9  # --wait: no job scored; evaluate-local: a shape not correct+native
+EXIT_EVALUATION_FAILED = 9  # submit --wait, status: ended with no shape correct (outcome
+#                              "failed"); evaluate-local: a shape not correct and native
 EXIT_WAIT_TIMEOUT = 10  # --wait gave up after --wait-timeout seconds
 EXIT_HARNESS = 11  # evaluate-local: the harness itself failed
+EXIT_NOT_EVALUATED = 12  # submit --wait, status: ended before any shape was evaluated
+#                          (outcome "cancelled", or "lost" to an infrastructure failure)
 
 
 class CliError(Exception):

@@ -33,9 +33,10 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from atrex_cli import portal
+from atrex_cli import iteration, portal
 from atrex_cli.client import (
     EXIT_EVALUATION_FAILED,
+    EXIT_NOT_EVALUATED,
     EXIT_OK,
     EXIT_USAGE,
     EXIT_WAIT_TIMEOUT,
@@ -57,10 +58,14 @@ EXIT_CODES = """exit codes:
   0  done                        6  quota used up or rate limited (429)
   2  bad arguments, local file   7  server unreachable or timed out
   3  no/invalid token (401/403)  8  server error (5xx) or unreadable answer
-  4  not found (404)             9  the kernel failed: --wait saw no job scored;
-  5  rejected by the portal         evaluate-local: a shape not correct and native
-     (400; its message printed) 10  --wait-timeout reached
+  4  not found (404)             9  the kernel failed: submit --wait / status saw the
+  5  rejected by the portal         evaluation end with no shape correct; evaluate-
+     (400; its message printed)     local: a shape not correct and native
+                                10  --wait-timeout reached
                                 11  evaluate-local: the harness failed
+                                12  submit --wait / status: the evaluation ended before
+                                    any shape was evaluated (cancelled, or lost to an
+                                    infrastructure failure): submit again
 token: $ATREX_TOKEN or `atrex login`; server: --server, $ATREX_SERVER. See docs/cli.md."""
 
 
@@ -133,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     local.add_argument("--timeout", type=float, default=300.0,
                        help="seconds for compile + correctness of one shape")
     local.add_argument("--json", type=Path, default=None, help="write the result JSON here")
+    iteration.add_parsers(commands, common)  # history, compare
     return parser
 
 
@@ -321,13 +327,13 @@ def cmd_status(args: argparse.Namespace, err: Console) -> int:
         return _follow(api, args.id, args, err)
     detail = portal.submission(api, args.id)
     _report(detail, args.format)
-    return EXIT_OK
+    return outcome_exit_code(detail)
 
 
 def _follow(api: Api, submission_id: int, args: argparse.Namespace, err: Console) -> int:
     """Poll the submission until no job is queued or running, one progress bar per job (a
     line per change when stderr is not a terminal: agents' logs); then the per-operator
-    table. Exit 9 when no job scored, 10 on --wait-timeout."""
+    table. Exit as `outcome_exit_code` says, or 10 on --wait-timeout."""
     deadline = None if args.wait_timeout is None else time.monotonic() + args.wait_timeout
     detail = portal.submission(api, submission_id)
     live = err.is_terminal
@@ -358,8 +364,20 @@ def _follow(api: Api, submission_id: int, args: argparse.Namespace, err: Console
             time.sleep(args.interval)
             detail = portal.submission(api, submission_id)
     _report(detail, args.format)
-    return EXIT_OK if any(j["status"] == "scored" for j in detail["jobs"]) \
-        else EXIT_EVALUATION_FAILED
+    return outcome_exit_code(detail)
+
+
+def outcome_exit_code(detail: dict[str, Any]) -> int:
+    """0 unless the evaluation ended with no shape correct: 9 when shapes were evaluated
+    and failed (the kernel's doing), 12 when it ended before any shape was (cancelled, or an
+    infrastructure failure: submit again). Still running: 0."""
+    outcome = detail.get("outcome")
+    if outcome is None:  # a portal from before the outcome field: what its jobs say
+        ended = not _jobs_active(detail)
+        return EXIT_EVALUATION_FAILED if ended and not any(
+            j["status"] == "scored" for j in detail["jobs"]) else EXIT_OK
+    return {"failed": EXIT_EVALUATION_FAILED, "cancelled": EXIT_NOT_EVALUATED,
+            "lost": EXIT_NOT_EVALUATED}.get(outcome["status"], EXIT_OK)
 
 
 def _jobs_active(detail: dict[str, Any]) -> bool:
@@ -382,30 +400,60 @@ def _report(detail: dict[str, Any], fmt: str) -> None:
     score = detail.get("score") or {}
     by_operator = score.get("by_operator") or {}
     release = detail["release"]
-    table = Table(title=f"submission {detail['id']} ({detail['team']}, {release['name']}@v"
-                        f"{release['version']}, {detail['hardware']}): {detail['status']}")
+    outcome = detail.get("outcome") or {}
+    table = Table()
     for column in ("operator", "status", "shapes", "passed", "verdicts", "score", "error"):
         table.add_column(column)
+    failures = []
     for job in detail["jobs"]:
         results = job["results"]
         verdicts: dict[str, int] = {}
         for r in results:
             verdict = r["verdict"] or r["status"]
             verdicts[verdict] = verdicts.get(verdict, 0) + 1
-        value = by_operator.get(job["operator"])
+        failed = [r for r in results if r["status"] != "passed"]
+        failures += [(job["operator"], r) for r in failed]
+        error = job["error"] or (_shape_error(failed[0]) if failed else "")
+        if len(failed) > 1 or len(error) > 80:
+            error = error[:60] + " … (all errors below)"
         table.add_row(job["operator"], job["status"], f"{job['shapes_done']}/{job['shapes_total']}",
-                      str(sum(r["status"] == "passed" for r in results)),
+                      str(len(results) - len(failed)),
                       ", ".join(f"{v} {n}" for v, n in sorted(verdicts.items())) or "-",
-                      "-" if value is None else f"{value:.3f}",
-                      (job["error"] or "")[:80])
+                      score_text(by_operator[job["operator"]])
+                      if job["operator"] in by_operator else "-", error)
     if score:
-        aggregate = score.get("aggregate")
-        table.caption = (f"S_agg {'-' if aggregate is None else f'{aggregate:.3f}'} under "
+        table.caption = (f"S_agg {score_text(score.get('aggregate'))} under "
                          f"weights v{score['weights_version']}; correctness "
                          f"{score['correctness_rate']:.0%}, DSL adoption "
                          f"{score['dsl_adoption_rate']:.0%}"
                          + ("" if score["ranked"] else "; not ranked (under review)"))
-    _out().print(table)
+    out = _out()
+    # Lines a script can grep whole (soft wrap: never cut): the outcome first, each error last.
+    out.print(f"submission {detail['id']} ({detail['team']}, {release['name']}@v"
+              f"{release['version']}, {detail['hardware']}): "
+              f"{outcome.get('summary') or detail['status']}", soft_wrap=True)
+    out.print(table)
+    if outcome.get("interpreter"):
+        out.print("interpreter check: Triton's CPU interpreter ran this, not a GPU. No time is "
+                  "measured and it is never ranked; the interpreter computes some bf16 "
+                  "operations wrongly, so a failure here may pass on a GPU.", soft_wrap=True)
+    for job in detail["jobs"]:
+        if job["error"]:
+            out.print(f"{job['operator']}: {job['status']}: {job['error']}", soft_wrap=True)
+    for operator, r in failures:
+        out.print(f"{operator} / {r['shape_id']}: {_shape_error(r)}", soft_wrap=True)
+
+
+def _shape_error(result: dict[str, Any]) -> str:
+    """"correctness failed: max abs error 0.5 > ..." (the harness bounds the message)."""
+    stage = result.get("failed_stage") or result["status"]
+    return f"{stage} failed: {result.get('error') or 'no message'}"
+
+
+def score_text(value: float | None) -> str:
+    """A score as every page prints it: None is not timed (a correct result without a GPU
+    time: not 0)."""
+    return "not timed" if value is None else f"{value:.3f}"
 
 
 def cmd_leaderboard(args: argparse.Namespace, err: Console) -> int:
@@ -486,4 +534,5 @@ def _cache_dir() -> Path:
 COMMANDS = {"login": cmd_login, "logout": cmd_logout, "quota": cmd_quota,
             "problems": cmd_problems, "bundle": cmd_bundle, "submit": cmd_submit,
             "status": cmd_status, "leaderboard": cmd_leaderboard,
-            "evaluate-local": cmd_evaluate_local}
+            "evaluate-local": cmd_evaluate_local, "history": iteration.cmd_history,
+            "compare": iteration.cmd_compare}

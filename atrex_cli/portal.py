@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import urllib.parse
 import zipfile
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -103,3 +104,16 @@ def board(api: Api, release: dict[str, Any], hardware: str, board_name: str,
     if csv:
         params["format"] = "csv"
     return api.get_bytes(path, params)
+
+
+def operator_history(api: Api, operator: str, params: dict[str, str]) -> dict[str, Any]:
+    """The team's submissions of one operator, oldest first (`release`, `hardware` narrow it)."""
+    path = f"/api/team/history/{urllib.parse.quote(operator, safe='')}/"
+    found: dict[str, Any] = api.get_json(path, params or None, team=True)
+    return found
+
+
+def compare(api: Api, a: int, b: int) -> dict[str, Any]:
+    """Submission B against A: per shape and operator, with each operator's source diff."""
+    found: dict[str, Any] = api.get_json(f"/api/submissions/{a}/compare/{b}/", team=True)
+    return found

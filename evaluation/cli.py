@@ -174,7 +174,10 @@ def result_table(result: EvaluationResult) -> Table:
         table.add_row(
             shape.shape_id, status,
             "-" if shape.max_abs_error is None else f"{shape.max_abs_error:.3g}",
-            _microseconds(timing.get("median_s")) if timing.get("measured") else "not measured",
+            # One convention with the portal and `atrex`: a correct shape without a time is
+            # "not timed" (not 0); a failed one has no time to show.
+            _microseconds(timing.get("median_s")) if timing.get("measured")
+            else "not timed" if shape.status == PASSED else "-",
             _microseconds(roofline.get("sol_s")),
             "-" if roofline.get("attainment") is None else
             f"{roofline['attainment']:.3f}" + (" SUSPICIOUS" if roofline.get("suspicious") else ""),

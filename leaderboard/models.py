@@ -63,6 +63,8 @@ class SubmissionScore(models.Model):
     complete = models.BooleanField(default=True)
     unevaluated_shapes = models.PositiveIntegerField(default=0)  # cancelled/failed jobs: 0
     lost_jobs = models.PositiveIntegerField(default=0)  # ended by an infrastructure failure
+    # Jobs run in Triton's CPU interpreter: a check without times, never ranked on a board.
+    interpreter_jobs = models.PositiveIntegerField(default=0)
     by_operator = models.JSONField()
     computed_at = models.DateTimeField(auto_now=True)
 

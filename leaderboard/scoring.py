@@ -16,6 +16,8 @@
   ended by an infrastructure failure, is `complete=False`. The shapes of a job that ended
   without reporting them (cancelled, or failed) score 0, as failed shapes do, and are
   counted in `unevaluated_shapes` so boards can say so.
+- A job run in Triton's CPU interpreter is a check, not a measurement: a submission with one
+  is counted in `interpreter_jobs` and never ranked (boards leave it out).
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class SubmissionScore:
     complete: bool = True  # every job ended, none by an infrastructure failure: rankable
     unevaluated_shapes: int = 0  # shapes of cancelled or failed jobs, scored 0
     lost_jobs: int = 0  # jobs ended by an infrastructure failure (not the team's doing)
+    interpreter_jobs: int = 0  # jobs run in Triton's CPU interpreter: never ranked
 
 
 def shape_score(outcome: ShapeOutcome, policy: ScoringPolicy = ScoringPolicy()) -> float | None:
@@ -141,13 +144,15 @@ class SubmissionSummary:
     complete: bool = True
     unevaluated: int = 0
     lost_jobs: int = 0
+    interpreter_jobs: int = 0
 
     def as_json(self) -> dict[str, object]:
         return {"ranked": self.ranked, "by_operator": dict(self.by_operator),
                 "by_subset": {k: dict(v) for k, v in self.by_subset.items()},
                 "shapes": self.shapes, "correct": self.correct, "native": self.native,
                 "mixed": self.mixed, "fallback": self.fallback, "complete": self.complete,
-                "unevaluated": self.unevaluated, "lost_jobs": self.lost_jobs}
+                "unevaluated": self.unevaluated, "lost_jobs": self.lost_jobs,
+                "interpreter_jobs": self.interpreter_jobs}
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> SubmissionSummary:
@@ -159,16 +164,18 @@ class SubmissionSummary:
                    fallback=int(data.get("fallback", 0)),  # type: ignore[call-overload]
                    complete=bool(data.get("complete", True)),
                    unevaluated=int(data.get("unevaluated", 0)),  # type: ignore[call-overload]
-                   lost_jobs=int(data.get("lost_jobs", 0)))  # type: ignore[call-overload]
+                   lost_jobs=int(data.get("lost_jobs", 0)),  # type: ignore[call-overload]
+                   interpreter_jobs=int(data.get("interpreter_jobs", 0)))  # type: ignore[call-overload]
 
 
 def summarise(outcomes: Sequence[ShapeOutcome], policy: ScoringPolicy = ScoringPolicy(), *,
-              complete: bool = True, lost_jobs: int = 0) -> SubmissionSummary:
+              complete: bool = True, lost_jobs: int = 0,
+              interpreter_jobs: int = 0) -> SubmissionSummary:
     """Per-operator medians, overall and per subset, and the rates' counts.
 
     `complete` says whether the evaluation is whole (every job ended, none by an
     infrastructure failure, of which there were `lost_jobs`); an incomplete one is never
-    ranked.
+    ranked, nor is one with `interpreter_jobs` (run in Triton's CPU interpreter).
     """
     return SubmissionSummary(
         ranked=not any(o.suspicious for o in outcomes),
@@ -182,6 +189,7 @@ def summarise(outcomes: Sequence[ShapeOutcome], policy: ScoringPolicy = ScoringP
         complete=complete and not lost_jobs,
         unevaluated=sum(not o.evaluated for o in outcomes),
         lost_jobs=lost_jobs,
+        interpreter_jobs=interpreter_jobs,
     )
 
 
@@ -214,7 +222,7 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
         dsl_adoption_rate=summary.native / total if total else 0.0,
         mixed_shapes=summary.mixed, fallback_shapes=summary.fallback,
         complete=summary.complete, unevaluated_shapes=summary.unevaluated,
-        lost_jobs=summary.lost_jobs,
+        lost_jobs=summary.lost_jobs, interpreter_jobs=summary.interpreter_jobs,
     )
 
 

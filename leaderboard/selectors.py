@@ -50,7 +50,10 @@ def board_freeze(release: Release, hardware: HardwareProfile) -> BoardFreeze | N
 _BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name",
                  "submission__created_at", "submission__output_tokens", "submission__agent",
                  "submission__model_name", "ranked", "complete", "unevaluated_shapes", "lost_jobs",
-                 "mixed_shapes", "fallback_shapes", *NUMBER_COLUMNS)
+                 "interpreter_jobs", "mixed_shapes", "fallback_shapes", *NUMBER_COLUMNS)
+# What a board ranks: whole evaluations, none quarantined, measured on the hardware (a run in
+# Triton's CPU interpreter is a check of correctness and adoption, with no time to rank).
+RANKABLE = {"ranked": True, "complete": True, "interpreter_jobs": 0}
 # The shape subsets a board of that name covers (the aggregate board covers every shape).
 SUBSET_BOARDS = ("memory", "compute", "prefill", "decode")
 
@@ -76,8 +79,9 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     """Ranked rows of one board: each team's best submission by the board's score
     (`best_first`), among its whole evaluations (every job ended).
 
-    With `all_submissions`, every submission is a row, quarantined and still evaluating ones
-    too (unranked, badged). A frozen board leaves out submissions made after it was frozen.
+    With `all_submissions`, every submission is a row, quarantined, still evaluating and
+    interpreter-checked ones too (unranked, badged). A frozen board leaves out submissions
+    made after it was frozen.
     """
     if board not in BOARDS:
         raise Http404("no such board")
@@ -92,7 +96,7 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     if freeze is not None:
         scores = scores.filter(submission__created_at__lte=freeze.frozen_at)
     if not all_submissions:
-        scores = scores.filter(ranked=True, complete=True)
+        scores = scores.filter(**RANKABLE)
         if connection.vendor == "postgresql":
             # The best submission per team (best_first), chosen by the database: one row per
             # team comes back.
@@ -110,17 +114,21 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
                 best[team]["submission__created_at"]):
             best[score["submission_id"] if all_submissions else team] = score
     ordered = sorted(best.values(), key=lambda s: (
-        not (s["ranked"] and s["complete"]),
+        not _rankable(s),
         *ranked_order(s[board], s["correctness_rate"], s["submission__created_at"])))
     rows: list[dict[str, Any]] = []
     rank = 0
     for score in ordered:
-        rankable = score["ranked"] and score["complete"]
+        rankable = _rankable(score)
         rank += rankable
         rows.append(_row(score, rank=rank if rankable else None))
     if sort in NUMBER_COLUMNS and sort != board:
         rows.sort(key=lambda r: -(r[sort] if r[sort] is not None else -1.0))
     return rows
+
+
+def _rankable(score: dict[str, Any]) -> bool:
+    return all(score[field] == value for field, value in RANKABLE.items())
 
 
 def _row(score: dict[str, Any], rank: int | None) -> dict[str, Any]:
@@ -145,6 +153,8 @@ def _badges(score: dict[str, Any]) -> list[str]:
         badges.append(f"{score['unevaluated_shapes']} shapes not evaluated (0)")
     if not score["ranked"]:
         badges.append("suspicious")
+    if score.get("interpreter_jobs"):
+        badges.append("interpreter check: not ranked")
     if score["fallback_shapes"]:
         badges.append("fallback")
     if score["mixed_shapes"]:
@@ -177,7 +187,8 @@ def baseline_rows(*, release: Release, hardware: HardwareProfile,
         seen.add(kind)
         row = _row(score, rank=None)
         row["team"] = labels[kind]
-        row["badges"] = ["baseline"]
+        row["badges"] = ["baseline"] + (["interpreter check"] if score["interpreter_jobs"]
+                                        else [])
         rows.append(row)
     production = production_baseline(release=release, hardware=hardware, weight_set=weight_set)
     if production is not None:
@@ -246,7 +257,7 @@ def analysis_points(*, release: Release, hardware: HardwareProfile,
                     weight_set: WeightSet) -> list[dict[str, Any]]:
     """Every ranked submission that reported output tokens: tokens spent against S_agg."""
     rows = (SubmissionScore.objects
-            .filter(weight_set=weight_set, ranked=True, complete=True, submission__hardware=hardware,
+            .filter(weight_set=weight_set, **RANKABLE, submission__hardware=hardware,
                     submission__release=release, submission__team__hidden=False,
                     submission__baseline="", submission__output_tokens__isnull=False,
                     aggregate__isnull=False)
@@ -294,7 +305,7 @@ def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: W
     """Best S_op per team (`best_first`, the correctness being this operator's), and the
     operator's difficulty across teams."""
     scores = list(SubmissionScore.objects
-                  .filter(weight_set=weight_set, ranked=True, complete=True,
+                  .filter(weight_set=weight_set, **RANKABLE,
                           submission__hardware=hardware, submission__release=release,
                           submission__team__hidden=False, submission__baseline="",
                           submission__candidates__operator__name=operator)

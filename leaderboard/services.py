@@ -155,7 +155,9 @@ def summaries_rebuild(release: Release, submissions: Iterable[Submission] | None
     outcomes = context.outcomes_by_submission(chosen, whole_release=submissions is None)
     summaries = {s.pk: summarise(outcomes.get(s.pk, []), _policy(release, s),
                                  complete=s.pk not in context.running,
-                                 lost_jobs=context.lost_jobs.get(s.pk, 0)) for s in chosen}
+                                 lost_jobs=context.lost_jobs.get(s.pk, 0),
+                                 interpreter_jobs=context.interpreter_jobs.get(s.pk, 0))
+                 for s in chosen}
     ScoreSummary.objects.bulk_create(
         [ScoreSummary(submission_id=pk, summary=summary.as_json())
          for pk, summary in summaries.items()],
@@ -187,7 +189,8 @@ def _policy(release: Release, submission: Submission) -> ScoringPolicy:
 
 _SCORE_FIELDS = ("ranked", "aggregate", "unweighted_mean", "memory", "compute", "prefill",
                  "decode", "correctness_rate", "dsl_adoption_rate", "mixed_shapes",
-                 "fallback_shapes", "complete", "unevaluated_shapes", "lost_jobs", "by_operator")
+                 "fallback_shapes", "complete", "unevaluated_shapes", "lost_jobs",
+                 "interpreter_jobs", "by_operator")
 _ENDED = (EvaluationJob.Status.SCORED, EvaluationJob.Status.FAILED,
           EvaluationJob.Status.CANCELLED)
 
@@ -207,9 +210,11 @@ class _ScoringContext:
         # The shapes this deployment evaluates: what a job without its own list covers.
         self.shape_ids = {op.name: evaluated_shape_ids(op) for op in self.operators.values()}
         # Filled by outcomes_by_submission: submissions with a job still queued or running,
-        # and per submission the jobs lost to an infrastructure failure.
+        # and per submission the jobs lost to an infrastructure failure and those run in
+        # Triton's CPU interpreter.
         self.running: set[int] = set()
         self.lost_jobs: dict[int, int] = {}
+        self.interpreter_jobs: dict[int, int] = {}
         self._regimes: dict[tuple[str, str, str], str | None] = {}
         self._subsets: dict[str, dict[str, set[str]]] = {}
 
@@ -234,7 +239,7 @@ class _ScoringContext:
                  else {"candidate__submission__in": list(hardware)})
         jobs = {pk: row for pk, *row in EvaluationJob.objects.filter(**which).values_list(
             "pk", "candidate__submission_id", "candidate__operator_id", "status",
-            "infrastructure_failure", "shape_ids")}
+            "infrastructure_failure", "shape_ids", "mode")}
         results: dict[int, dict[str, tuple[Any, ...]]] = {pk: {} for pk in jobs}
         rows = (ShapeResult.objects.filter(**{f"job__{k}": v for k, v in which.items()},
                                            attempt=F("job__attempts"))
@@ -243,10 +248,14 @@ class _ScoringContext:
                 .iterator(chunk_size=20000))
         for job_id, shape_id, *result in rows:
             results[job_id][shape_id] = tuple(result)
-        self.running, self.lost_jobs = set(), {}
-        for job_id, (submission_id, operator_id, status, infrastructure, shape_ids) in jobs.items():
+        self.running, self.lost_jobs, self.interpreter_jobs = set(), {}, {}
+        for job_id, (submission_id, operator_id, status, infrastructure, shape_ids,
+                     mode) in jobs.items():
             if submission_id not in grouped:
                 continue
+            if mode == EvaluationJob.Mode.INTERPRETER:
+                self.interpreter_jobs[submission_id] = \
+                    self.interpreter_jobs.get(submission_id, 0) + 1
             if status not in _ENDED:
                 self.running.add(submission_id)
             elif status == EvaluationJob.Status.FAILED and infrastructure:
@@ -334,7 +343,8 @@ def _score_row(weight_set: WeightSet, submission_id: int, summary: SubmissionSum
         correctness_rate=score.correctness_rate, dsl_adoption_rate=score.dsl_adoption_rate,
         mixed_shapes=score.mixed_shapes, fallback_shapes=score.fallback_shapes,
         complete=score.complete, unevaluated_shapes=score.unevaluated_shapes,
-        lost_jobs=score.lost_jobs, by_operator=dict(score.by_operator))
+        lost_jobs=score.lost_jobs, interpreter_jobs=score.interpreter_jobs,
+        by_operator=dict(score.by_operator))
 
 
 def board_freeze_set(*, release: Release, hardware: HardwareProfile, actor: Any) -> BoardFreeze:

@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from evaluation import api as catalog_api
 from evaluation import views as catalog_views
+from leaderboard import iteration_api, iteration_views
 from leaderboard import views as board_views
 from portal.api_errors import api_not_found
 from portal.ratelimit import limited_posts
@@ -40,6 +41,10 @@ urlpatterns = [
     path("team/", submissions_views.team_page, name="team"),
     path("submit/", submissions_views.upload_page, name="upload"),
     path("submissions/<int:pk>/", submissions_views.submission_page, name="submission"),
+    path("submissions/<int:pk>/compare/<int:other>/", iteration_views.submission_compare_page,
+         name="submission-compare"),
+    path("team/history/<str:operator>/", iteration_views.operator_history_page,
+         name="operator-history"),
     path("accounts/login/", limited_posts("login", "sign-in attempts")(
         auth_views.LoginView.as_view()), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
@@ -59,6 +64,10 @@ urlpatterns = [
          name="api-submission-charts"),
     path("api/submissions/<int:pk>/cancel/", submissions_api.SubmissionCancelApi.as_view(),
          name="api-submission-cancel"),
+    path("api/submissions/<int:pk>/compare/<int:other>/",
+         iteration_api.SubmissionCompareApi.as_view(), name="api-submission-compare"),
+    path("api/team/history/<str:operator>/", iteration_api.OperatorHistoryApi.as_view(),
+         name="api-operator-history"),
     path("api/quota/", submissions_api.QuotaApi.as_view(), name="api-quota"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -56,6 +56,12 @@ class SubmissionIn(serializers.Serializer):
 SUBMISSION_STATUSES = [*EvaluationJob.Status.values, "empty"]
 
 
+class ForeignKernelOut(serializers.Serializer):
+    name = serializers.CharField()
+    category = serializers.CharField(help_text="torch, vendor or compiled")
+    count = serializers.IntegerField(help_text="launches in one forward")
+
+
 class ResultOut(serializers.Serializer):
     """One shape's result, as submissions.selectors.job_detail gives it."""
 
@@ -77,6 +83,12 @@ class ResultOut(serializers.Serializer):
     attainment = serializers.FloatField(allow_null=True)
     attainment_with_floor = serializers.FloatField(allow_null=True)
     suspicious = serializers.BooleanField()
+    foreign_kernels = ForeignKernelOut(many=True, help_text=(
+        "what ran besides the candidate's own DSL kernels in one forward (in Triton's "
+        "interpreter: the aten compute ops)"))
+    aten_compute_ops = serializers.DictField(child=serializers.IntegerField(), help_text=(
+        "aten ops that compute (not allocate or view), issued outside the candidate's DSL "
+        "launches: op -> count"))
     # Admins also get the hidden roofline's numbers, left out of this public description.
 
 
@@ -84,6 +96,9 @@ class JobOut(serializers.Serializer):
     id = serializers.IntegerField()
     operator = serializers.CharField()
     status = serializers.ChoiceField(choices=EvaluationJob.Status.choices)
+    mode = serializers.ChoiceField(choices=EvaluationJob.Mode.choices, help_text=(
+        "where the worker ran it: gpu, or cpu-interpreter (Triton's interpreter: an "
+        "interpreter check, no time measured, never ranked); empty until a worker reported"))
     attempts = serializers.IntegerField()
     shapes_done = serializers.IntegerField()
     shapes_total = serializers.IntegerField()
@@ -92,6 +107,28 @@ class JobOut(serializers.Serializer):
     sha256 = serializers.CharField()
     heartbeat_at = serializers.DateTimeField(allow_null=True)
     results = ResultOut(many=True)
+
+
+# submissions.selectors.submission_outcome: the status refined by the shapes' results.
+OUTCOME_STATUSES = ["queued", "running", "scored", "failed", "cancelled", "lost", "empty"]
+
+
+class OutcomeOut(serializers.Serializer):
+    """What happened, in shapes (submissions.selectors.submission_outcome)."""
+
+    status = serializers.ChoiceField(choices=OUTCOME_STATUSES, help_text=(
+        "scored: at least one shape correct; failed: every job ended and no shape was "
+        "correct; cancelled / lost (infrastructure failure): ended before any shape was "
+        "evaluated; queued, running, empty: as the submission's status"))
+    summary = serializers.CharField(help_text='one line, e.g. "failed: 0 of 14 shapes correct"')
+    shapes = serializers.IntegerField(help_text="shapes the jobs cover")
+    evaluated = serializers.IntegerField(help_text="shapes reported so far")
+    correct = serializers.IntegerField(help_text="shapes that compiled and matched the reference")
+    native = serializers.IntegerField(help_text="correct shapes run by the candidate's own DSL "
+                                      "kernels")
+    interpreter = serializers.BooleanField(help_text=(
+        "a job ran in Triton's CPU interpreter: an interpreter check, not a verdict on the "
+        "kernel (no time, never ranked, no daily quota used)"))
 
 
 class ReleaseRefOut(serializers.Serializer):
@@ -112,7 +149,10 @@ class SubmissionOut(serializers.Serializer):
     output_tokens = serializers.IntegerField(allow_null=True)
     notes = serializers.CharField()
     created_at = serializers.DateTimeField()
-    status = serializers.ChoiceField(choices=SUBMISSION_STATUSES)
+    status = serializers.ChoiceField(choices=SUBMISSION_STATUSES, help_text=(
+        "the jobs' state (kept for compatibility: \"scored\" even when no shape was correct; "
+        "read `outcome` for what happened)"))
+    outcome = OutcomeOut()
     jobs = JobOut(many=True)
 
 

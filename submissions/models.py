@@ -57,6 +57,12 @@ class EvaluationJob(models.Model):
         FAILED = "failed"
         CANCELLED = "cancelled"
 
+    class Mode(models.TextChoices):
+        # As the harness reports it (EvaluationResult.mode); blank until a worker said.
+        UNKNOWN = "", "not reported yet"
+        GPU = "gpu", "GPU"
+        INTERPRETER = "cpu-interpreter", "Triton's CPU interpreter"
+
     candidate = models.OneToOneField(Candidate, on_delete=models.CASCADE, related_name="job")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED,
                               db_index=True)
@@ -75,6 +81,10 @@ class EvaluationJob(models.Model):
     infrastructure_failure = models.BooleanField(default=False,
                                                  help_text="Not counted against quotas.")
     evaluator_version = models.CharField(max_length=30, blank=True)
+    # Where the worker ran it. An interpreter run checks correctness and adoption only: it
+    # measures no time, is never ranked and uses no daily quota (docs/teams.md).
+    mode = models.CharField(max_length=20, choices=Mode.choices, blank=True,
+                            default=Mode.UNKNOWN)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -62,6 +62,11 @@ def record_event(kind: str, payload: dict[str, Any]) -> None:
         if job.status == EvaluationJob.Status.QUEUED:
             job.status = EvaluationJob.Status.RUNNING
             job.started_at = job.started_at or now
+        # "started" says where the worker runs; the final result says it again.
+        reported_mode = (payload.get("result") or {}).get("mode") if kind == "result" \
+            else payload.get("mode")
+        if reported_mode in (EvaluationJob.Mode.GPU, EvaluationJob.Mode.INTERPRETER):
+            job.mode = reported_mode
         if kind == "progress":
             _store_shape(job, payload["shape"])
             job.shapes_done = job.results.filter(attempt=job.attempts).count()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import F, QuerySet
+from django.db.models import Count, F, Max, Q, QuerySet
 from django.http import Http404
 
 from portal.accounts.auth import is_admin, request_team
@@ -33,6 +35,20 @@ def submission_visible(request: Any, pk: int) -> Submission:
     return submission
 
 
+def recent_submissions(request: Any, limit: int = 50) -> list[dict[str, Any]]:
+    """The newest submissions `request` may see, each with its outcome and its S_agg under
+    the release's active weights (`scored`: whether there is such a score yet; `aggregate`
+    None there means not timed: correct, without a GPU time)."""
+    active = Q(scores__weight_set__active=True)
+    # Scores are the leaderboard's derived data, reached through the reverse relation.
+    submissions = list(submissions_visible(request).order_by("-created_at")
+                       .annotate(active_scores=Count("scores", filter=active),
+                                 aggregate=Max("scores__aggregate", filter=active))[:limit])
+    outcomes = submission_outcomes(s.pk for s in submissions)
+    return [{"submission": s, "outcome": outcomes[s.pk], "scored": bool(s.active_scores),
+             "aggregate": s.aggregate} for s in submissions]
+
+
 def submission_detail(request: Any, submission: Submission) -> dict[str, Any]:
     admin = is_admin(request)
     jobs = list(EvaluationJob.objects.filter(candidate__submission=submission)
@@ -41,10 +57,20 @@ def submission_detail(request: Any, submission: Submission) -> dict[str, Any]:
     # hundreds), not one query of model instances per job.
     fields = PUBLIC_RESULT_FIELDS + (ADMIN_RESULT_FIELDS if admin else ())
     results: dict[int, list[dict[str, Any]]] = {job.pk: [] for job in jobs}
-    for row in (ShapeResult.objects
-                .filter(job__candidate__submission=submission, attempt=F("job__attempts"))
-                .order_by("shape__position").values_list("job_id", "shape__shape_id", *fields)):
-        results[row[0]].append({"shape_id": row[1], **dict(zip(fields, row[2:], strict=True))})
+    for job_id, shape_id, adoption, *values in (
+            ShapeResult.objects
+            .filter(job__candidate__submission=submission, attempt=F("job__attempts"))
+            .order_by("shape__position")
+            .values_list("job_id", "shape__shape_id", "raw__adoption", *fields)):
+        results[job_id].append({"shape_id": shape_id, **dict(zip(fields, values, strict=True)),
+                                **_fallback_evidence(adoption)})
+    tallies = [JobTally(status=job.status, mode=job.mode,
+                        infrastructure_failure=job.infrastructure_failure,
+                        shapes=job.shapes_total, evaluated=len(results[job.pk]),
+                        correct=sum(r["status"] == "passed" for r in results[job.pk]),
+                        native=sum(r["status"] == "passed" and r["verdict"] == "native"
+                                   for r in results[job.pk]))
+               for job in jobs]
     return {
         "id": submission.pk, "team": submission.team.name,
         "release": {"id": submission.release_id, "name": submission.release.name,
@@ -53,8 +79,96 @@ def submission_detail(request: Any, submission: Submission) -> dict[str, Any]:
         "model": submission.model_name, "output_tokens": submission.output_tokens,
         "notes": submission.notes, "created_at": submission.created_at.isoformat(),
         "status": submission_status(jobs),
+        "outcome": submission_outcome(tallies),
         "jobs": [job_detail(job, results[job.pk]) for job in jobs],
     }
+
+
+def _fallback_evidence(adoption: Any) -> dict[str, Any]:
+    """What ran besides the candidate's own DSL kernels, as the harness recorded it: foreign
+    kernels (name, category, launches; device time on a GPU) and aten compute ops."""
+    adoption = adoption if isinstance(adoption, dict) else {}
+    kernels = [{"name": str(k.get("name", "")), "category": str(k.get("category", "")),
+                "count": int(k.get("count") or 0)}
+               for k in adoption.get("foreign_kernels") or [] if isinstance(k, dict)]
+    ops = adoption.get("aten_compute_ops") or {}
+    return {"foreign_kernels": kernels,
+            "aten_compute_ops": {str(op): int(n) for op, n in ops.items()}
+            if isinstance(ops, dict) else {}}
+
+
+@dataclass(frozen=True)
+class JobTally:
+    """One job's state and the counts of its latest attempt's shape results."""
+
+    status: str
+    mode: str
+    infrastructure_failure: bool
+    shapes: int  # the shapes the job covers
+    evaluated: int  # of them, those reported
+    correct: int  # passed: compiled and correct
+    native: int  # correct and run by the candidate's own DSL kernels
+
+
+def submission_outcome(jobs: Sequence[JobTally]) -> dict[str, Any]:
+    """What happened to a submission, in shapes, for teams and their scripts.
+
+    `status` is the submission's job status refined by its results: "scored" only when some
+    shape was correct; "failed" when every job ended and none was; "cancelled" or "lost" (an
+    infrastructure failure) when they ended before any shape was evaluated; "queued",
+    "running" and "empty" as the submission's status. `interpreter` marks a run in Triton's
+    CPU interpreter: a check, not a verdict on the kernel. `summary` says it in one line,
+    e.g. "failed: 0 of 14 shapes correct".
+    """
+    shapes, evaluated = sum(j.shapes for j in jobs), sum(j.evaluated for j in jobs)
+    correct, native = sum(j.correct for j in jobs), sum(j.native for j in jobs)
+    statuses = {j.status for j in jobs}
+    if not jobs:
+        status = "empty"
+    elif statuses & {"running", "queued"}:
+        status = "running" if "running" in statuses else "queued"
+    elif correct:
+        status = "scored"
+    elif evaluated or any(j.status == "failed" and not j.infrastructure_failure for j in jobs):
+        status = "failed"
+    elif any(j.infrastructure_failure for j in jobs):
+        status = "lost"
+    else:
+        status = "cancelled"
+    if status in ("queued", "running"):
+        summary = f"{status}: {evaluated} of {shapes} shapes evaluated" + (
+            f", {correct} correct so far" if evaluated else "")
+    elif status == "empty":
+        summary = "empty: no operator submitted"
+    else:
+        summary = f"{status}: {correct} of {shapes} shapes correct"
+        if correct and native < correct:
+            summary += f", {native} native"
+        if evaluated < shapes:
+            summary += f", {shapes - evaluated} not evaluated"
+        if status == "lost":
+            summary += " (infrastructure failure)"
+    interpreter = any(j.mode == "cpu-interpreter" for j in jobs)
+    if interpreter:
+        summary += " (interpreter check)"
+    return {"status": status, "summary": summary, "shapes": shapes, "evaluated": evaluated,
+            "correct": correct, "native": native, "interpreter": interpreter}
+
+
+def submission_outcomes(submission_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """`submission_outcome` of many submissions (a team's list) in one query."""
+    latest = Q(results__attempt=F("attempts"))
+    tallies: dict[int, list[JobTally]] = {pk: [] for pk in submission_ids}
+    for submission_id, *tally in (
+            EvaluationJob.objects.filter(candidate__submission__in=list(tallies))
+            .annotate(evaluated=Count("results", filter=latest),
+                      correct=Count("results", filter=latest & Q(results__status="passed")),
+                      native=Count("results", filter=latest & Q(results__status="passed",
+                                                                results__verdict="native")))
+            .values_list("candidate__submission_id", "status", "mode", "infrastructure_failure",
+                         "shapes_total", "evaluated", "correct", "native")):
+        tallies[submission_id].append(JobTally(*tally))
+    return {pk: submission_outcome(jobs) for pk, jobs in tallies.items()}
 
 
 def submission_status(jobs: Any) -> str:
@@ -70,7 +184,8 @@ def job_detail(job: EvaluationJob, results: list[dict[str, Any]]) -> dict[str, A
     """A job and its results (those of its latest attempt, in shape order)."""
     return {
         "id": job.pk, "operator": job.candidate.operator.name, "status": job.status,
-        "attempts": job.attempts, "shapes_done": job.shapes_done, "shapes_total": job.shapes_total,
+        "mode": job.mode, "attempts": job.attempts, "shapes_done": job.shapes_done,
+        "shapes_total": job.shapes_total,
         "error": job.error, "source": job.candidate.source, "sha256": job.candidate.sha256,
         "heartbeat_at": job.heartbeat_at.isoformat() if job.heartbeat_at else None,
         "results": results,

@@ -61,12 +61,19 @@ def upload_limits() -> UploadLimits:
 
 
 def quota_status(team: Team) -> QuotaStatus:
+    """Today's submissions against the daily quota, and those still being evaluated.
+
+    A submission counts from its upload on, cancelled ones too (they held a GPU worker), but
+    not when every one of its jobs failed for infrastructure reasons or ran in Triton's CPU
+    interpreter (a check of correctness and adoption: no GPU time, never ranked). A job
+    counts from the moment it is accepted until its worker reports the interpreter mode.
+    """
     now = timezone.now()
     day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    # A submission whose every job failed for infrastructure reasons does not count.
     counted = Submission.objects.filter(team=team, created_at__gte=day_start).filter(
         Exists(EvaluationJob.objects.filter(candidate__submission=OuterRef("pk"),
-                                            infrastructure_failure=False)))
+                                            infrastructure_failure=False)
+               .exclude(mode=EvaluationJob.Mode.INTERPRETER)))
     active = Submission.objects.filter(team=team).filter(
         Exists(EvaluationJob.objects.filter(candidate__submission=OuterRef("pk"),
                                             status__in=ACTIVE)))
@@ -167,7 +174,8 @@ def _next_attempt(job: EvaluationJob) -> Callable[[], None]:
     job.attempts += 1
     job.status = EvaluationJob.Status.QUEUED
     job.run = ""
-    job.save(update_fields=["attempts", "status", "run"])
+    job.mode = EvaluationJob.Mode.UNKNOWN  # the worker that takes this attempt reports it
+    job.save(update_fields=["attempts", "status", "run", "mode"])
     candidate = job.candidate
     operator = candidate.operator
     release = operator.release

@@ -7,21 +7,21 @@ from typing import Any
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from evaluation.models import HardwareProfile, Release
-from portal.accounts.auth import request_team
-from portal.accounts.models import ApiToken, Team, token_create
+from portal.accounts.auth import is_admin, request_team
+from portal.accounts.models import ApiToken, token_create
 from portal.ratelimit import client_address, limited_posts
 from submissions.models import ShapeResult
 from submissions.selectors import (
     quarantined_results,
+    recent_submissions,
     submission_detail,
     submission_visible,
-    submissions_visible,
 )
 from submissions.services import (
     MAX_BIG_INTEGER,
@@ -64,17 +64,16 @@ def _refuse_nul(request: HttpRequest) -> None:
             raise UploadRejected(f"{name}: text may not contain NUL characters")
 
 
-def _team_or_404(request: HttpRequest) -> Team:
-    team = request_team(request)
-    if team is None:
-        raise Http404("you are not a member of any team")
-    return team
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def team_page(request: HttpRequest) -> HttpResponse:
-    team = _team_or_404(request)
+    """A team's page; for a user in no team (an admin, often) a landing page that says so,
+    with every team's recent submissions for admins."""
+    team = request_team(request)
+    if team is None:  # nothing to change (tokens belong to a team): 403 for a POST
+        return render(request, "submissions/no_team.html", {
+            "admin": is_admin(request), "submissions": recent_submissions(request)},
+            status=403 if request.method == "POST" else 200)
     new_token = None
     if request.method == "POST":
         if "revoke" in request.POST:
@@ -86,8 +85,7 @@ def team_page(request: HttpRequest) -> HttpResponse:
     return render(request, "submissions/team.html", {
         "team": team, "members": team.members.order_by("username"),
         "tokens": team.tokens.order_by("-created_at"), "new_token": new_token,
-        "quota": quota_status(team),
-        "submissions": submissions_visible(request).order_by("-created_at")[:50]})
+        "quota": quota_status(team), "submissions": recent_submissions(request)})
 
 
 def _uploader(request: HttpRequest) -> str:
@@ -99,10 +97,16 @@ def _uploader(request: HttpRequest) -> str:
 @require_http_methods(["GET", "POST"])
 @limited_posts("upload", "uploads", who=_uploader)
 def upload_page(request: HttpRequest) -> HttpResponse:
-    team = _team_or_404(request)
-    context: dict[str, Any] = {"releases": Release.objects.order_by("name", "-version"),
+    team = request_team(request)
+    if team is None:  # submissions belong to a team: say so rather than a 404
+        return render(request, "submissions/upload.html", {"team": None,
+                                                           "admin": is_admin(request)},
+                      status=403 if request.method == "POST" else 200)
+    context: dict[str, Any] = {"team": team,
+                               "releases": Release.objects.order_by("name", "-version"),
                                "hardware": HardwareProfile.objects.order_by("name"),
-                               "quota": quota_status(team), "error": None}
+                               "quota": quota_status(team), "error": None,
+                               "form": _form_values(request)}
     if request.method == "POST":
         upload = request.FILES.get("file")
         try:
@@ -125,6 +129,15 @@ def upload_page(request: HttpRequest) -> HttpResponse:
             return render(request, "submissions/upload.html", context, status=status)
         return redirect("submission", pk=submission.pk)
     return render(request, "submissions/upload.html", context)
+
+
+def _form_values(request: HttpRequest) -> dict[str, str]:
+    """The upload form's fields as posted, so a rejected upload shows them again (a file
+    input cannot be refilled: the page asks for the file again)."""
+    names = ("release", "hardware", "operator", "agent", "model", "output_tokens", "notes")
+    if request.method != "POST":
+        return {"hardware": "H200"}
+    return {name: request.POST.get(name, "") for name in names}
 
 
 @login_required

@@ -78,6 +78,12 @@ class EvaluationJob:
 
 
 ProgressCallback = Callable[[ShapeResult, int, int], None]
+GPU_MODE, INTERPRETER_MODE = "gpu", "cpu-interpreter"  # EvaluationResult.mode
+
+
+def evaluation_mode(device_type: str) -> str:
+    """"gpu", or "cpu-interpreter": Triton's interpreter, which measures no time."""
+    return GPU_MODE if device_type == "cuda" else INTERPRETER_MODE
 
 
 def evaluate(job: EvaluationJob, settings: EvaluationSettings = EvaluationSettings(),
@@ -104,7 +110,7 @@ def evaluate(job: EvaluationJob, settings: EvaluationSettings = EvaluationSettin
         result = EvaluationResult(
             operator=job.operator.name, dsl=job.dsl,
             device=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-            mode="gpu" if device.type == "cuda" else "cpu-interpreter",
+            mode=evaluation_mode(device.type),
             candidate_sha256=hashlib.sha256(job.candidate_source.encode()).hexdigest(),
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             versions=_versions(), isolation=dataclasses.asdict(child.isolation),

@@ -22,7 +22,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, evaluate
+from evaluation.harness.evaluate import (
+    EvaluationJob,
+    EvaluationSettings,
+    evaluate,
+    evaluation_mode,
+)
 from evaluation.harness.release import ReleaseError, Tolerance, load_public_operator
 from evaluation.harness.results import ShapeResult, json_safe
 from evaluation.harness.sandbox import HarnessError, SandboxSettings, WarmChildren
@@ -88,7 +93,11 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
                 operator=public, candidate_source=spec["candidate_source"],
                 tolerance=Tolerance(**spec["tolerance"]), dsl=spec["dsl"],
                 dsl_ratio_threshold=spec["dsl_ratio_threshold"], seed=spec["seed"])
-            publish("started", {**ids, "shapes_total": len(public.shapes)})
+            # The mode up front, so the portal can mark an interpreter run from its first shape.
+            device = (settings.device if settings and settings.device else None) \
+                or worker_device()
+            publish("started", {**ids, "shapes_total": len(public.shapes),
+                                "mode": evaluation_mode(device.split(":")[0])})
             if check_stop is not None:
                 check_stop()
 

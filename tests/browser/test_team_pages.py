@@ -123,10 +123,14 @@ def test_a_rejected_upload_shows_its_message_and_stores_nothing(page: Page, tmp_
     stray = tmp_path / "layer_norm.py"
     stray.write_text((SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_text())
 
-    upload(page, stray)
+    upload(page, stray, agent="my-agent", tokens="77")
     error = page.locator("#upload-error")
     expect(error).to_contain_text("layer_norm.py: no operator named 'layer_norm' in this release")
     expect(error).to_contain_text("rms_norm")  # the message lists the operators there are
     assert page.url.endswith("/submit/")
+    # What was entered is still there, the release too; only the file is asked for again.
+    expect(page.get_by_label("Agent")).to_have_value("my-agent")
+    expect(page.get_by_label("Output tokens")).to_have_value("77")
+    expect(page.get_by_label("Release").locator("option:checked")).to_have_text("atrex-fixture v1")
     screenshot(page, "upload-rejected")
     assert not Submission.objects.exists()

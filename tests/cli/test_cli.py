@@ -9,6 +9,7 @@ import socket
 import stat
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,10 @@ def test_submit_wait_follows_a_real_evaluation_to_scored(portal: dict[str, Any],
     assert any(line.startswith("rms_norm: running") for line in progress)
     assert progress[-1] == "rms_norm: scored 2/2"
     table = run.stdout
-    assert "): scored" in table and "rms_norm" in table and "2/2" in table
-    assert "native 2" in table and "S_agg - under weights v1" in table
+    assert "): scored: 2 of 2 shapes correct (interpreter check)" in table
+    assert "rms_norm" in table and "2/2" in table and "native 2" in table
+    assert "S_agg not timed under weights v1" in table  # correct, no GPU time: not 0
+    assert "interpreter check: Triton's CPU interpreter ran this, not a GPU" in table
 
     submission_id = int(table.split("submission ")[1].split()[0])
     status = atrex(portal, "status", str(submission_id), "--format", "json",
@@ -90,19 +93,58 @@ def test_submit_wait_follows_a_real_evaluation_to_scored(portal: dict[str, Any],
     assert detail["score"]["current"] and "rms_norm" in detail["score"]["by_operator"]
     assert [r["verdict"] for r in detail["jobs"][0]["results"]] == ["native", "native"]
 
+    # Without a GPU the worker ran Triton's interpreter: a check, never ranked on a board.
     board = atrex(portal, "leaderboard", "atrex-fixture", "--hardware", "H200", "--format", "json")
-    rows = json.loads(board.stdout)["rows"]
-    assert board.returncode == 0 and [(r["team"], r["submission"]) for r in rows] == [
-        ("Red", submission_id)]
+    assert board.returncode == 0 and json.loads(board.stdout)["rows"] == []
     csv = atrex(portal, "leaderboard", "--format", "csv")  # the only release, H200
     assert csv.stdout.splitlines()[0].startswith("rank,team,submission,aggregate")
-    assert f",Red,{submission_id}," in csv.stdout
+    assert f",Red,{submission_id}," not in csv.stdout
     per_operator = atrex(portal, "leaderboard", "--operator", "rms_norm")
     assert per_operator.returncode == 0 and "operator rms_norm" in per_operator.stdout
-    # Without a GPU nothing is timed: the correct, native submission ranks, not timed.
-    assert "not timed" in per_operator.stdout and str(submission_id) in per_operator.stdout
+    assert "no ranked submissions yet" in per_operator.stdout
     decode = atrex(portal, "leaderboard", "--phase", "decode", "--format", "json")
     assert json.loads(decode.stdout)["board"] == "decode"
+
+
+def test_submit_wait_exits_9_and_prints_every_shapes_error_when_no_shape_is_correct(
+        portal: dict[str, Any], tmp_path: Path) -> None:
+    wrong = SAMPLE_CANDIDATES / "rms_norm" / "wrong.py"
+    with celery_worker("results", tmp_path / "results.log"), \
+            celery_worker("eval.H200", tmp_path / "worker.log"):
+        run = atrex(portal, "submit", str(wrong), "--operator", "rms_norm", "--release",
+                    "atrex-fixture", "--hardware", "H200", "--wait", "--interval", "0.5",
+                    token=portal["token"])
+    log = (tmp_path / "worker.log").read_text()
+    assert run.returncode == client.EXIT_EVALUATION_FAILED, f"{run.stderr}\n{log[-3000:]}"
+    assert "): failed: 0 of 2 shapes correct (interpreter check)" in run.stdout
+    errors = [line for line in run.stdout.splitlines() if line.startswith("rms_norm / ")]
+    assert [line.split(":")[0] for line in errors] == ["rms_norm / dev-t4-h256",
+                                                       "rms_norm / dev-t3-h200"]
+    assert all("correctness failed: " in line for line in errors), errors
+    row = next(line for line in run.stdout.splitlines() if line.startswith("│ rms_norm"))
+    assert "correctness failed" in row  # the table's error column is not empty
+
+    submission_id = run.stdout.split("submission ")[1].split()[0]
+    status = atrex(portal, "status", submission_id, "--format", "json", token=portal["token"])
+    assert status.returncode == client.EXIT_EVALUATION_FAILED
+    detail = json.loads(status.stdout)
+    assert detail["status"] == "scored" and detail["outcome"]["status"] == "failed"
+
+
+def test_status_exits_12_for_a_submission_cancelled_before_any_shape(
+        portal: dict[str, Any]) -> None:
+    created = atrex(portal, *SUBMIT_NATIVE, "--hardware", "H200", token=portal["token"])
+    submission_id = created.stdout.strip()
+    waiting = atrex(portal, "status", submission_id, token=portal["token"])
+    assert waiting.returncode == client.EXIT_OK  # still queued: nothing has failed
+    cancel = urllib.request.Request(f"{portal['url']}/api/submissions/{submission_id}/cancel/",
+                                    method="POST",
+                                    headers={"Authorization": f"Bearer {portal['token']}"})
+    with urllib.request.urlopen(cancel) as answer:
+        assert answer.status == 200
+    status = atrex(portal, "status", submission_id, token=portal["token"])
+    assert status.returncode == client.EXIT_NOT_EVALUATED
+    assert "cancelled: 0 of 2 shapes correct, 2 not evaluated" in status.stdout
 
 
 def test_problems_lists_releases_and_their_operators(portal: dict[str, Any]) -> None:
@@ -213,7 +255,7 @@ def test_evaluate_local_runs_the_public_checks_on_a_bundle_from_the_portal(
                 "--operator", "rms_norm")
     assert run.returncode == client.EXIT_OK, run.stderr
     assert "2/2 shapes correct, 2/2 native" in run.stderr and "cpu-interpreter" in run.stdout
-    assert run.stdout.count("native") == 2 and "not measured" in run.stdout
+    assert run.stdout.count("native") == 2 and "not timed" in run.stdout
     cached = portal["home"] / "cache" / "atrex" / "bundles" / "atrex-fixture-v1"
     assert not list(cached.rglob("roofline.json")) and not list(cached.rglob("metadata.json"))
 

@@ -40,3 +40,12 @@ def test_each_job_takes_the_child_started_ahead_and_leaves_the_next_one_started(
     results = [payload["result"] for kind, payload in events if kind == "result"]
     assert [r["shapes"][0]["adoption"]["verdict"] for r in results] == ["native",
                                                                         "fallback-torch"]
+
+
+def test_a_worker_says_where_it_evaluates_when_a_job_starts() -> None:
+    events: list[tuple[str, dict[str, Any]]] = []
+    run_job_spec(spec(3, "triton_native"), lambda kind, payload: events.append((kind, payload)),
+                 TEST_SETTINGS)
+    started = next(payload for kind, payload in events if kind == "started")
+    result = next(payload["result"] for kind, payload in events if kind == "result")
+    assert started["mode"] == result["mode"] == "cpu-interpreter"  # before the first shape

@@ -124,9 +124,13 @@ def test_real_objects_and_an_accepted_upload_match_the_schema(live_server: Any,
         schema["/api/quota/"]["GET"].Case(),
         schema["/api/submissions/"]["GET"].Case(),
         schema["/api/submissions/{id}/"]["GET"].Case(path_parameters={"id": submission}),
+        schema["/api/submissions/{id}/compare/{other}/"]["GET"].Case(
+            path_parameters={"id": submission, "other": submission}),
+        schema["/api/team/history/{operator}/"]["GET"].Case(
+            path_parameters={"operator": "rms_norm"}, query={"hardware": "H200"}),
         schema["/api/submissions/{id}/cancel/"]["POST"].Case(path_parameters={"id": submission}),
     ]
-    assert [case.call_and_validate(headers=headers).status_code for case in cases] == [200] * 7
+    assert [case.call_and_validate(headers=headers).status_code for case in cases] == [200] * 9
 
     # The upload's file needs its name (rms_norm.py), which generated multipart bodies lack.
     fields = {"release": release, "hardware": "H200", "agent": "fuzz", "output_tokens": 10}

@@ -22,7 +22,9 @@ pytestmark = pytest.mark.django_db
 ROLES = ("anonymous", "member", "other", "staff", "superuser")
 PUBLIC = dict.fromkeys(ROLES, 200)
 STAFF_ONLY_PAGE = {"anonymous": 302, "member": 302, "other": 302, "staff": 200, "superuser": 200}
-TEAM_PAGE = {"anonymous": 302, "member": 200, "other": 200, "staff": 404, "superuser": 404}
+# Admins in no team get a landing page (every team's submissions) and a Submit page that
+# says why they cannot upload, not a 404.
+TEAM_PAGE = {"anonymous": 302, "member": 200, "other": 200, "staff": 200, "superuser": 200}
 OWN_SUBMISSION_PAGE = {"anonymous": 302, "member": 200, "other": 404, "staff": 200,
                        "superuser": 200}
 OWN_SUBMISSION = {"anonymous": 404, "member": 200, "other": 404, "staff": 200, "superuser": 200}
@@ -51,6 +53,11 @@ MATRIX: list[tuple[str, str, str, dict[str, int]]] = [
     ("team", "GET", "/team/", TEAM_PAGE),
     ("upload", "GET", "/submit/", TEAM_PAGE),
     ("submission", "GET", "/submissions/{submission}/", OWN_SUBMISSION_PAGE),
+    ("submission-compare", "GET", "/submissions/{submission}/compare/{submission}/",
+     OWN_SUBMISSION_PAGE),
+    # A history is the signed-in user's team's: a user in no team (staff here) has none.
+    ("operator-history", "GET", "/team/history/rms_norm/",
+     {"anonymous": 302, "member": 200, "other": 200, "staff": 404, "superuser": 404}),
     ("login", "GET", "/accounts/login/", PUBLIC),
     ("logout", "POST", "/accounts/logout/", dict.fromkeys(ROLES, 302)),
     ("admin-login", "GET", "/admin/login/",
@@ -65,6 +72,10 @@ MATRIX: list[tuple[str, str, str, dict[str, int]]] = [
     ("api-submission-charts", "GET", "/api/submissions/{submission}/charts/", OWN_SUBMISSION),
     ("api-submission-cancel", "POST", "/api/submissions/{submission}/cancel/",
      {"anonymous": 401, "member": 200, "other": 404, "staff": 200, "superuser": 200}),
+    ("api-submission-compare", "GET", "/api/submissions/{submission}/compare/{submission}/",
+     OWN_SUBMISSION_API),
+    ("api-operator-history", "GET", "/api/team/history/rms_norm/",
+     {"anonymous": 401, "member": 200, "other": 200, "staff": 403, "superuser": 403}),
     ("api-quota", "GET", "/api/quota/",
      {"anonymous": 401, "member": 200, "other": 200, "staff": 403, "superuser": 403}),
     ("api-schema", "GET", "/api/schema/", PUBLIC),

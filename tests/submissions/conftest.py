@@ -1,11 +1,15 @@
-"""The submissions tests' shared fixture: one queued job of an honest rms_norm upload."""
+"""The submissions tests' shared fixtures: one queued job of an honest rms_norm upload; the
+fixture release evaluated on its dev tier (two shapes per operator), weights active."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
 from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile
+from evaluation.models import HardwareProfile, Release
+from leaderboard.services import weight_set_from_release
 from submissions.models import EvaluationJob
 from submissions.services import submission_create
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
@@ -23,3 +27,11 @@ def job() -> EvaluationJob:
     EvaluationJob.objects.filter(pk=job.pk).update(attempts=1)  # as dispatch_job would
     job.refresh_from_db()
     return job
+
+
+@pytest.fixture
+def dev_release(settings: Any) -> Release:
+    settings.ATREX_SHAPE_FILTER = "dev-*"
+    release = release_import(path=FIXTURE_RELEASE).release
+    weight_set_from_release(release)
+    return release

@@ -1,0 +1,170 @@
+"""`atrex history OPERATOR` and `atrex compare A B`: what a team needs to iterate on a kernel.
+
+Both read the team's own data with its token (another team's submission is "not found").
+Tables go to stdout; `--format json` prints the portal's answer as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from atrex_cli import portal
+from atrex_cli.client import EXIT_OK, Api
+from atrex_cli.config import resolve
+
+
+def add_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
+    """The two commands, on `atrex`'s subparsers (`common`: --server, --http-timeout)."""
+    history = commands.add_parser("history", parents=[common],
+                                  help="an operator's scores across the team's submissions")
+    history.add_argument("operator")
+    history.add_argument("--release", default=None, help="only this release: id, name or name@vN")
+    history.add_argument("--hardware", default=None, help="only this hardware, e.g. H200")
+    history.add_argument("--format", choices=("table", "json"), default="table")
+
+    compare = commands.add_parser("compare", parents=[common],
+                                  help="two submissions side by side, with source diffs")
+    compare.add_argument("a", type=int, metavar="A", help="a submission id (deltas are B - A)")
+    compare.add_argument("b", type=int, metavar="B", help="another submission id")
+    compare.add_argument("--diff", action="store_true",
+                         help="also print each changed operator's unified source diff")
+    compare.add_argument("--format", choices=("table", "json"), default="table")
+
+
+def cmd_history(args: argparse.Namespace, err: Console) -> int:
+    api = _api(args)
+    params = {}
+    if args.release:
+        params["release"] = str(portal.find_release(api, args.release)["id"])
+    if args.hardware:
+        params["hardware"] = args.hardware
+    doc = portal.operator_history(api, args.operator, params)
+    if args.format == "json":
+        _print_json(doc)
+        return EXIT_OK
+    _out().print(history_table(doc))
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace, err: Console) -> int:
+    doc = portal.compare(_api(args), args.a, args.b)
+    if args.format == "json":
+        _print_json(doc)
+        return EXIT_OK
+    out = _out()
+    for table in compare_tables(doc):
+        out.print(table)
+    if args.diff:
+        for op in doc["operators"]:
+            if op["diff"]:
+                sys.stdout.write(op["diff"] + "\n")
+    return EXIT_OK
+
+
+def history_table(doc: dict[str, Any]) -> Table:
+    table = Table(title=f"{doc['operator']}: {doc['team']}'s submissions, oldest first")
+    for column in ("submission", "date", "release", "hardware", "status", "S_op", "correct",
+                   "native", "verdicts", "source"):
+        table.add_column(column)
+    for e in doc["entries"]:
+        table.add_row(str(e["submission"]), e["created_at"][:16].replace("T", " "),
+                      f"{e['release']['name']}@v{e['release']['version']}", e["hardware"],
+                      e["status"], _s_op(e), f"{e['correct']}/{e['shapes_total']}",
+                      f"{e['native']}/{e['shapes_total']}",
+                      ", ".join(f"{v} {n}" for v, n in e["verdicts"].items()) or "-",
+                      _source(e))
+    scored = [e for e in doc["entries"] if e["s_op"] is not None]
+    if not doc["entries"]:
+        table.caption = f"the team has not submitted {doc['operator']} yet"
+    elif scored:
+        best = max(scored, key=lambda e: e["s_op"])
+        table.caption = f"best S_op {best['s_op']:.3f} (submission {best['submission']})"
+    if doc["truncated"]:
+        table.caption = (table.caption or "") + "; only the newest shown"
+    return table
+
+
+def compare_tables(doc: dict[str, Any]) -> list[Table]:
+    a, b = doc["a"], doc["b"]
+    operators = Table(title=f"A: {_side(a)}\nB: {_side(b)}", caption=None if doc["same_target"]
+                      else "not the same release and hardware: shapes matched by id")
+    for column in ("operator", "A", "B", "S_op A", "S_op B", "delta", "source"):
+        operators.add_column(column)
+    shapes = Table(title="per shape (speedup: time A / time B; delta: B - A)")
+    for column in ("operator", "shape", "time A us", "time B us", "speedup", "attain. A",
+                   "attain. B", "delta", "verdict A", "verdict B"):
+        shapes.add_column(column)
+    for op in doc["operators"]:
+        side_a, side_b = op["a"] or {}, op["b"] or {}
+        operators.add_row(op["operator"], side_a.get("status", "not submitted"),
+                          side_b.get("status", "not submitted"), _number(side_a.get("s_op")),
+                          _number(side_b.get("s_op")), _signed(op["s_op_delta"]),
+                          "changed" if op["source_changed"] else "same")
+        for s in op["shapes"]:
+            ra, rb = s["a"] or {}, s["b"] or {}
+            shapes.add_row(op["operator"], s["shape_id"], _micro(ra), _micro(rb),
+                           "-" if s["speedup"] is None else f"{s['speedup']:.2f}x",
+                           _number(ra.get("attainment")), _number(rb.get("attainment")),
+                           _signed(s["attainment_delta"]), _verdict(ra), _verdict(rb)
+                           + (" (changed)" if s["verdict_changed"] else ""))
+    return [operators, shapes]
+
+
+def _side(side: dict[str, Any]) -> str:
+    aggregate = "-" if side["aggregate"] is None else f"{side['aggregate']:.3f}"
+    return (f"submission {side['submission']} ({side['team']}, {side['release']['name']}@v"
+            f"{side['release']['version']}, {side['hardware']}): {side['status']}, S_agg "
+            f"{aggregate}")
+
+
+def _s_op(entry: dict[str, Any]) -> str:
+    if entry["s_op"] is not None:
+        return f"{entry['s_op']:.3f}"
+    # Correct shapes without a GPU time (a CPU-only portal) are not 0: not timed.
+    return "not timed" if entry["status"] == "scored" and entry["correct"] else "-"
+
+
+def _source(entry: dict[str, Any]) -> str:
+    if entry["previous"] is None:
+        return str(entry["sha256"])[:8]
+    return "changed" if entry["source_changed"] else f"same as {entry['previous']}"
+
+
+def _micro(row: dict[str, Any]) -> str:
+    if not row:
+        return "-"
+    return "not measured" if row["median_s"] is None else f"{row['median_s'] * 1e6:.2f}"
+
+
+def _verdict(row: dict[str, Any]) -> str:
+    return str(row.get("verdict") or row.get("status") or "-") if row else "-"
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.3f}"
+
+
+def _api(args: argparse.Namespace) -> Api:
+    config = resolve(args.server)
+    return Api(config.server, config.token, timeout_s=args.http_timeout)
+
+
+def _out() -> Console:
+    out = Console(markup=False, highlight=False)
+    if not out.is_terminal:
+        out.width = 160  # pipes and logs: one row per line
+    return out
+
+
+def _print_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2) + "\n")

@@ -1,0 +1,79 @@
+"""The main pages on a phone (390 px wide): nothing makes the page scroll sideways; wide
+tables scroll inside their own box."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page
+
+from evaluation.catalog import release_import
+from leaderboard.models import WeightSet
+from leaderboard.services import rescore_weight_set, summaries_rebuild, weight_set_from_release
+from submissions.models import EvaluationJob, ShapeResult
+from tests.browser.conftest import sign_in
+from tests.conftest import FIXTURE_RELEASE
+from tests.factories import UserFactory, member_of
+from tests.leaderboard.test_boards import scored_submission
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PHONE = {"width": 390, "height": 844}
+PASSWORD = "correct horse battery"  # tests.factories.UserFactory's
+LONG_ERROR = ("correctness failed: output 'out' differs from the reference: max abs error "
+              "0.53125 at index (3, 127) > atol 0.01 + rtol 0.01 * |expected|; "
+              "Traceback_without_spaces_" + "x" * 120)
+
+
+@pytest.fixture
+def world() -> dict[str, Any]:
+    """Two ranked teams; Red's submission has a failed shape with a long error and
+    fallback evidence; an admin without a team."""
+    release = release_import(path=FIXTURE_RELEASE).release
+    weight_set_from_release(release)
+    red = scored_submission(release, "Red", {"rms_norm": 0.8, "gemm_fp16": 0.2})
+    scored_submission(release, "Blue", {"rms_norm": 0.2, "gemm_fp16": 0.6})
+    for job in EvaluationJob.objects.all():
+        shapes = job.results.count()
+        EvaluationJob.objects.filter(pk=job.pk).update(shapes_total=shapes, shapes_done=shapes)
+    wrong = ShapeResult.objects.filter(job__candidate__submission=red).order_by("pk").first()
+    assert wrong is not None
+    ShapeResult.objects.filter(pk=wrong.pk).update(
+        status="failed", failed_stage="correctness", error=LONG_ERROR, attainment=0.0,
+        verdict="fallback-vendor",
+        raw={"adoption": {"foreign_kernels": [
+            {"name": "nvjet_tst_128x256_64x4_2x1_v_bz_coopB_TNT_extremely_long_name_" * 2,
+             "category": "vendor", "count": 1}], "aten_compute_ops": {"aten::mm": 1}}})
+    summaries_rebuild(release)
+    for weight_set in WeightSet.objects.filter(release=release):
+        rescore_weight_set(weight_set)
+    member_of(red.team, "ruby")
+    UserFactory(username="root", is_staff=True, is_superuser=True)
+    return {"release": release, "red": red}
+
+
+def horizontal_overflow(page: Page, path: str) -> int:
+    """How many pixels wider than the window the page at `path` is (0: no sideways scroll)."""
+    page.goto(path)
+    return int(page.evaluate("document.documentElement.scrollWidth")) - PHONE["width"]
+
+
+def test_no_main_page_scrolls_sideways_on_a_phone(page: Page, world: dict[str, Any]) -> None:
+    page.set_viewport_size(PHONE)
+    pk, red = world["release"].pk, world["red"].pk
+    public = ["/", f"/releases/{pk}/", f"/releases/{pk}/rms_norm/", f"/boards/{pk}/H200/",
+              f"/boards/{pk}/H200/?all=1", f"/boards/{pk}/H200/operators/rms_norm/",
+              f"/boards/{pk}/H200/analysis/", f"/boards/{pk}/H200/changes/", "/accounts/login/",
+              "/api/docs/"]
+    team = ["/team/", "/submit/", f"/submissions/{red}/"]
+    admin = ["/team/", "/submit/", f"/submissions/{red}/", "/staff/quarantine/",
+             f"/staff/releases/{pk}/weights/"]
+    wide = {path: horizontal_overflow(page, path) for path in public}
+    sign_in(page, "ruby", PASSWORD)
+    wide |= {f"{path} (team)": horizontal_overflow(page, path) for path in team}
+    page.context.clear_cookies()
+    sign_in(page, "root", PASSWORD)
+    wide |= {f"{path} (admin)": horizontal_overflow(page, path) for path in admin}
+    overflowing = {path: px for path, px in wide.items() if px > 0}
+    assert not overflowing, f"pixels wider than a {PHONE['width']} px window: {overflowing}"
