@@ -82,9 +82,12 @@ def test_a_chosen_browser_that_is_missing_is_an_error_not_an_install(tmp_path: P
 
 
 def test_make_setup_installs_it_and_make_test_requires_it_before_anything_else() -> None:
+    # CI runs this under `make test`: a nested make would print "Entering directory" first.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+
     def commands(target: str) -> list[str]:
-        return subprocess.run(["make", "-n", target], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.splitlines()
+        return subprocess.run(["make", "--no-print-directory", "-n", target], cwd=REPO, env=env,
+                              capture_output=True, text=True, check=True).stdout.splitlines()
 
     assert "scripts/install-browser" in commands("setup")
     assert commands("test")[0] == "scripts/install-browser --require"
