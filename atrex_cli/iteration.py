@@ -75,16 +75,20 @@ def history_table(doc: dict[str, Any]) -> Table:
     for e in doc["entries"]:
         table.add_row(str(e["submission"]), e["created_at"][:16].replace("T", " "),
                       f"{e['release']['name']}@v{e['release']['version']}", e["hardware"],
-                      e["status"], _s_op(e), f"{e['correct']}/{e['shapes_total']}",
+                      e["status"] + _marks(e), _s_op(e), f"{e['correct']}/{e['shapes_total']}",
                       f"{e['native']}/{e['shapes_total']}",
                       ", ".join(f"{v} {n}" for v, n in e["verdicts"].items()) or "-",
                       _source(e))
     scored = [e for e in doc["entries"] if e["s_op"] is not None]
+    if any(_marks(e) for e in doc["entries"]):
+        table.caption = "check: a check submission; interpreter: an interpreter check (never ranked)"
     if not doc["entries"]:
         table.caption = f"the team has not submitted {doc['operator']} yet"
     elif scored:
         best = max(scored, key=lambda e: e["s_op"])
-        table.caption = f"best S_op {best['s_op']:.3f} (submission {best['submission']})"
+        marks = str(table.caption) if table.caption else ""
+        table.caption = "; ".join(filter(None, [
+            f"best S_op {best['s_op']:.3f} (submission {best['submission']})", marks]))
     if doc["truncated"]:
         table.caption = (table.caption or "") + "; only the newest shown"
     return table
@@ -103,31 +107,43 @@ def compare_tables(doc: dict[str, Any]) -> list[Table]:
     for op in doc["operators"]:
         side_a, side_b = op["a"] or {}, op["b"] or {}
         operators.add_row(op["operator"], side_a.get("status", "not submitted"),
-                          side_b.get("status", "not submitted"), _number(side_a.get("s_op")),
-                          _number(side_b.get("s_op")), _signed(op["s_op_delta"]),
+                          side_b.get("status", "not submitted"), _operator_score(side_a),
+                          _operator_score(side_b), _signed(op["s_op_delta"]),
                           "changed" if op["source_changed"] else "same")
         for s in op["shapes"]:
             ra, rb = s["a"] or {}, s["b"] or {}
             shapes.add_row(op["operator"], s["shape_id"], _micro(ra), _micro(rb),
                            "-" if s["speedup"] is None else f"{s['speedup']:.2f}x",
-                           _number(ra.get("attainment")), _number(rb.get("attainment")),
+                           _attainment(ra), _attainment(rb),
                            _signed(s["attainment_delta"]), _verdict(ra), _verdict(rb)
                            + (" (changed)" if s["verdict_changed"] else ""))
     return [operators, shapes]
 
 
 def _side(side: dict[str, Any]) -> str:
-    aggregate = "-" if side["aggregate"] is None else f"{side['aggregate']:.3f}"
+    aggregate = "-" if side.get("weights_version") is None else _score(side["aggregate"])
     return (f"submission {side['submission']} ({side['team']}, {side['release']['name']}@v"
-            f"{side['release']['version']}, {side['hardware']}): {side['status']}, S_agg "
-            f"{aggregate}")
+            f"{side['release']['version']}, {side['hardware']}): {side['status']}"
+            f"{_marks(side)}, S_agg {aggregate}")
+
+
+def _marks(entry: dict[str, Any]) -> str:
+    """What no board ranks: a check submission, an interpreter check."""
+    marks = [m for m, on in (("check", entry.get("mode") == "check"),
+                             ("interpreter", entry.get("interpreter"))) if on]
+    return f" ({', '.join(marks)})" if marks else ""
+
+
+def _score(value: float | None) -> str:
+    """As every page prints a score: None is not timed (correct, no GPU time), not 0."""
+    return "not timed" if value is None else f"{value:.3f}"
 
 
 def _s_op(entry: dict[str, Any]) -> str:
-    if entry["s_op"] is not None:
-        return f"{entry['s_op']:.3f}"
     # Correct shapes without a GPU time (a CPU-only portal) are not 0: not timed.
-    return "not timed" if entry["status"] == "scored" and entry["correct"] else "-"
+    if entry["s_op"] is not None or (entry["status"] == "scored" and entry["correct"]):
+        return _score(entry["s_op"])
+    return "-"
 
 
 def _source(entry: dict[str, Any]) -> str:
@@ -137,9 +153,24 @@ def _source(entry: dict[str, Any]) -> str:
 
 
 def _micro(row: dict[str, Any]) -> str:
+    """A shape's median time in µs; "not timed" for a correct shape without a GPU time."""
     if not row:
         return "-"
-    return "not measured" if row["median_s"] is None else f"{row['median_s'] * 1e6:.2f}"
+    if row["median_s"] is not None:
+        return f"{row['median_s'] * 1e6:.2f}"
+    return "not timed" if row.get("status") == "passed" else "-"
+
+
+def _operator_score(side: dict[str, Any]) -> str:
+    if not side or side.get("status") in ("queued", "running", "empty"):
+        return "-"
+    return _score(side.get("s_op"))
+
+
+def _attainment(row: dict[str, Any]) -> str:
+    if row and row.get("attainment") is None and row.get("status") == "passed":
+        return "not timed"
+    return _number(row.get("attainment")) if row else "-"
 
 
 def _verdict(row: dict[str, Any]) -> str:

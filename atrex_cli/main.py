@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--model", default="")
     submit.add_argument("--tokens", type=int, default=None, help="output tokens the agent spent")
     submit.add_argument("--notes", default="")
+    submit.add_argument("--check", action="store_true",
+                        help="a check: evaluated like any submission (on a GPU: timed), never "
+                             "ranked; uses the team's daily check quota")
     _wait_options(submit)
 
     status = commands.add_parser("status", parents=[common], help="a submission's state")
@@ -149,6 +152,9 @@ def _wait_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wait-timeout", type=float, default=None, metavar="S",
                         help="give up waiting after S seconds (exit 10)")
     parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument("--json", dest="format", action="store_const", const="json",
+                        help="the same as --format json (the submission, its score and its "
+                             "per-shape profile)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -292,6 +298,8 @@ def cmd_submit(args: argparse.Namespace, err: Console) -> int:
               "model": args.model, "notes": args.notes}
     if args.operator:
         fields["operator"] = args.operator
+    if args.check:
+        fields["mode"] = "check"
     if args.tokens is not None:
         fields["output_tokens"] = str(args.tokens)
     if not err.is_terminal:
@@ -310,8 +318,9 @@ def cmd_submit(args: argparse.Namespace, err: Console) -> int:
             raise NotFound(f"{exc} (is --hardware {args.hardware!r} a hardware profile of this "
                            "portal? a release's page lists them)") from None
     operators = ", ".join(j["operator"] for j in created["jobs"])
-    err.print(f"submission {created['id']} created for {created['team']} on "
-              f"{release['name']}@v{release['version']} / {args.hardware}: {operators}")
+    err.print(f"{'check ' if created.get('mode') == 'check' else ''}submission {created['id']} "
+              f"created for {created['team']} on {release['name']}@v{release['version']} / "
+              f"{args.hardware}: {operators}")
     if not args.wait:
         if args.format == "json":
             _print_json(created)
@@ -326,7 +335,7 @@ def cmd_status(args: argparse.Namespace, err: Console) -> int:
     if args.wait:
         return _follow(api, args.id, args, err)
     detail = portal.submission(api, args.id)
-    _report(detail, args.format)
+    _report(api, detail, args.format)
     return outcome_exit_code(detail)
 
 
@@ -363,7 +372,7 @@ def _follow(api: Api, submission_id: int, args: argparse.Namespace, err: Console
                 return EXIT_WAIT_TIMEOUT
             time.sleep(args.interval)
             detail = portal.submission(api, submission_id)
-    _report(detail, args.format)
+    _report(api, detail, args.format)
     return outcome_exit_code(detail)
 
 
@@ -393,9 +402,10 @@ def _score_settled(detail: dict[str, Any]) -> bool:
     return score is not None and bool(score["current"])
 
 
-def _report(detail: dict[str, Any], fmt: str) -> None:
+def _report(api: Api, detail: dict[str, Any], fmt: str) -> None:
     if fmt == "json":
-        _print_json(detail)
+        # The per-shape profile (kernels, achieved fraction of peak) for agents' loops.
+        _print_json({**detail, "profile": portal.profile(api, detail["id"])})
         return
     score = detail.get("score") or {}
     by_operator = score.get("by_operator") or {}
@@ -426,13 +436,17 @@ def _report(detail: dict[str, Any], fmt: str) -> None:
                          f"weights v{score['weights_version']}; correctness "
                          f"{score['correctness_rate']:.0%}, DSL adoption "
                          f"{score['dsl_adoption_rate']:.0%}"
-                         + ("" if score["ranked"] else "; not ranked (under review)"))
+                         + ("" if score["ranked"] else "; never ranked (check mode)"
+                            if detail.get("mode") == "check" else "; not ranked (under review)"))
     out = _out()
     # Lines a script can grep whole (soft wrap: never cut): the outcome first, each error last.
     out.print(f"submission {detail['id']} ({detail['team']}, {release['name']}@v"
               f"{release['version']}, {detail['hardware']}): "
               f"{outcome.get('summary') or detail['status']}", soft_wrap=True)
     out.print(table)
+    if outcome.get("check") or detail.get("mode") == "check":
+        out.print("check mode: evaluated like any submission but never ranked (no board, "
+                  "export or analysis shows it); it used the daily check quota.", soft_wrap=True)
     if outcome.get("interpreter"):
         out.print("interpreter check: Triton's CPU interpreter ran this, not a GPU. No time is "
                   "measured and it is never ranked; the interpreter computes some bf16 "

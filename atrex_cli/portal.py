@@ -93,6 +93,16 @@ def submission(api: Api, submission_id: int) -> dict[str, Any]:
     return found
 
 
+def profile(api: Api, submission_id: int) -> dict[str, Any] | None:
+    """The submission's per-shape profile; None from a portal that has none."""
+    try:
+        found: dict[str, Any] = api.get_json(f"/api/submissions/{submission_id}/profile/",
+                                             team=True)
+    except NotFound:
+        return None
+    return found
+
+
 def board(api: Api, release: dict[str, Any], hardware: str, board_name: str,
           operator: str | None, csv: bool) -> bytes:
     """A board's export: JSON (rows and baselines) or CSV, as the board pages show it."""

@@ -35,7 +35,9 @@ def operator_history(*, team: Team, operator: str, release: Release | None = Non
 
     Each entry: the operator's job status, S_op, correctness and DSL adoption over the
     latest attempt's shapes, verdict counts, the entry before it (`previous`) and whether
-    the source changed since. Baselines (the portal's own reference runs) are left out.
+    the source changed since; `mode` (ranked or check) and `interpreter` (run in Triton's
+    interpreter: nothing timed) mark what no board ranks. Baselines (the portal's own
+    reference runs) are left out.
     """
     jobs = (EvaluationJob.objects
             .filter(candidate__submission__team=team, candidate__operator__name=operator,
@@ -55,6 +57,7 @@ def operator_history(*, team: Team, operator: str, release: Release | None = Non
         submission = job.candidate.submission
         previous = entries[-1] if entries else None
         entries.append({**_submission_ref(submission), "status": job.status,
+                        "interpreter": job.mode == EvaluationJob.Mode.INTERPRETER,
                         "s_op": s_op.get(submission.pk), "shapes_total": job.shapes_total,
                         **counts.get(job.pk, _no_counts()), "sha256": job.candidate.sha256,
                         "previous": previous["submission"] if previous else None,
@@ -138,7 +141,7 @@ def _submission_ref(submission: Submission) -> dict[str, Any]:
             "release": {"id": submission.release_id, "name": submission.release.name,
                         "version": submission.release.version},
             "hardware": submission.hardware.name, "agent": submission.agent,
-            "model": submission.model_name}
+            "model": submission.model_name, "mode": submission.mode}
 
 
 def _no_counts() -> dict[str, Any]:
@@ -186,6 +189,7 @@ def _compare_side(submission: Submission, s_op: dict[str, float | None]) -> dict
     jobs = EvaluationJob.objects.filter(candidate__submission=submission)
     return {**_submission_ref(submission), "team": submission.team.name,
             "status": submission_status(jobs),
+            "interpreter": jobs.filter(mode=EvaluationJob.Mode.INTERPRETER).exists(),
             "aggregate": score.aggregate if score else None,
             "weights_version": score.weight_set.version if score else None,
             "by_operator": s_op}

@@ -13,7 +13,7 @@ from leaderboard.iteration_views import history_filters, operator_or_404
 from portal.accounts.auth import is_admin
 from portal.api_schema import errors
 from submissions.api import SUBMISSION_STATUSES, ReleaseRefOut, acting_team
-from submissions.models import EvaluationJob
+from submissions.models import EvaluationJob, Submission
 from submissions.selectors import submission_visible
 from submissions.services import MAX_BIG_INTEGER
 
@@ -34,8 +34,12 @@ class HistoryEntryOut(serializers.Serializer):
     hardware = serializers.CharField()
     agent = serializers.CharField()
     model = serializers.CharField()
+    mode = serializers.ChoiceField(choices=Submission.Mode.choices,
+                                   help_text="check: the team's own try, never ranked")
     status = serializers.ChoiceField(choices=EvaluationJob.Status.choices,
                                      help_text="the operator's evaluation job")
+    interpreter = serializers.BooleanField(help_text="the job ran in Triton's CPU interpreter: "
+                                           "an interpreter check, nothing timed, never ranked")
     s_op = serializers.FloatField(allow_null=True, help_text="median shape score; null: not "
                                   "scored yet, or correct but not timed (no GPU)")
     shapes_total = serializers.IntegerField()
@@ -81,7 +85,10 @@ class CompareSideOut(serializers.Serializer):
     agent = serializers.CharField()
     model = serializers.CharField()
     team = serializers.CharField()
+    mode = serializers.ChoiceField(choices=Submission.Mode.choices,
+                                   help_text="check: never ranked")
     status = serializers.ChoiceField(choices=SUBMISSION_STATUSES)
+    interpreter = serializers.BooleanField(help_text="a job ran in Triton's CPU interpreter")
     aggregate = serializers.FloatField(allow_null=True, help_text="S_agg, active weights")
     weights_version = serializers.IntegerField(allow_null=True)
     by_operator = serializers.DictField(child=serializers.FloatField(allow_null=True),

@@ -54,6 +54,9 @@ _BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name
 # What a board ranks: whole evaluations, none quarantined, measured on the hardware (a run in
 # Triton's CPU interpreter is a check of correctness and adoption, with no time to rank).
 RANKABLE = {"ranked": True, "complete": True, "interpreter_jobs": 0}
+# What a board, an export, the analysis or a baseline row may show at all: no check
+# submission (evaluated for its team only), not even in "all submissions".
+ON_BOARDS = {"submission__mode": Submission.Mode.RANKED}
 # The shape subsets a board of that name covers (the aggregate board covers every shape).
 SUBSET_BOARDS = ("memory", "compute", "prefill", "decode")
 
@@ -80,8 +83,8 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     (`best_first`), among its whole evaluations (every job ended).
 
     With `all_submissions`, every submission is a row, quarantined, still evaluating and
-    interpreter-checked ones too (unranked, badged). A frozen board leaves out submissions
-    made after it was frozen.
+    interpreter-checked ones too (unranked, badged); never a check submission. A frozen
+    board leaves out submissions made after it was frozen.
     """
     if board not in BOARDS:
         raise Http404("no such board")
@@ -90,7 +93,7 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     scores = (SubmissionScore.objects
               .filter(weight_set=weight_set, submission__hardware=hardware,
                       submission__release=release, submission__team__hidden=False,
-                      submission__baseline="")
+                      submission__baseline="", **ON_BOARDS)
               .values(*_BOARD_FIELDS))  # plain rows: a board can hold 10,000 submissions
     freeze = board_freeze(release, hardware)
     if freeze is not None:
@@ -175,7 +178,7 @@ def baseline_rows(*, release: Release, hardware: HardwareProfile,
     labels = dict(Submission.Baseline.choices)
     newest = (SubmissionScore.objects
               .filter(weight_set=weight_set, submission__hardware=hardware,
-                      submission__release=release)
+                      submission__release=release, **ON_BOARDS)
               .exclude(submission__baseline="")
               .order_by("submission__baseline", "-submission__created_at")
               .values(*_BOARD_FIELDS, "submission__baseline"))
@@ -257,7 +260,7 @@ def analysis_points(*, release: Release, hardware: HardwareProfile,
                     weight_set: WeightSet) -> list[dict[str, Any]]:
     """Every ranked submission that reported output tokens: tokens spent against S_agg."""
     rows = (SubmissionScore.objects
-            .filter(weight_set=weight_set, **RANKABLE, submission__hardware=hardware,
+            .filter(weight_set=weight_set, **RANKABLE, **ON_BOARDS, submission__hardware=hardware,
                     submission__release=release, submission__team__hidden=False,
                     submission__baseline="", submission__output_tokens__isnull=False,
                     aggregate__isnull=False)
@@ -305,7 +308,7 @@ def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: W
     """Best S_op per team (`best_first`, the correctness being this operator's), and the
     operator's difficulty across teams."""
     scores = list(SubmissionScore.objects
-                  .filter(weight_set=weight_set, **RANKABLE,
+                  .filter(weight_set=weight_set, **RANKABLE, **ON_BOARDS,
                           submission__hardware=hardware, submission__release=release,
                           submission__team__hidden=False, submission__baseline="",
                           submission__candidates__operator__name=operator)

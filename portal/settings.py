@@ -149,7 +149,9 @@ SPECTACULAR_SETTINGS = {
                              "portal.api_schema.add_token_errors"],
     # Jobs and submissions both have a "status"; their enums get names of their own.
     "ENUM_NAME_OVERRIDES": {"JobStatusEnum": "submissions.models.EvaluationJob.Status",
-                            "SubmissionStatusEnum": "submissions.api.SUBMISSION_STATUSES"},
+                            "SubmissionStatusEnum": "submissions.api.SUBMISSION_STATUSES",
+                            "JobModeEnum": "submissions.models.EvaluationJob.Mode",
+                            "SubmissionModeEnum": "submissions.models.Submission.Mode"},
 }
 
 # Celery: filesystem transport by default (folders in var/broker), Redis/RabbitMQ by URL;
@@ -189,3 +191,13 @@ ATREX_SHAPE_FILTER = env_str("ATREX_SHAPE_FILTER", "")
 ATREX_UPLOAD_MAX_FILE_BYTES = env_int("ATREX_UPLOAD_MAX_FILE_BYTES", 1024 * 1024, minimum=1)
 ATREX_UPLOAD_MAX_FILES = env_int("ATREX_UPLOAD_MAX_FILES", 64, minimum=1)
 ATREX_UPLOAD_MAX_TOTAL_BYTES = env_int("ATREX_UPLOAD_MAX_TOTAL_BYTES", 8 * 1024 * 1024, minimum=1)
+
+# Links the portal sends out (a team's webhook carries them): the address teams reach it at.
+ATREX_PUBLIC_URL = env_str("ATREX_PUBLIC_URL", "http://127.0.0.1:8000")
+# Teams' webhooks (submissions/webhooks.py): a short timeout, retries with a doubling delay,
+# and no call to a loopback, link-local or private address unless this is set (the SSRF
+# guard: those addresses are where the portal's own services live).
+ATREX_WEBHOOK_ALLOW_PRIVATE = env_bool("ATREX_WEBHOOK_ALLOW_PRIVATE", False)
+ATREX_WEBHOOK_TIMEOUT_SECONDS = env_int("ATREX_WEBHOOK_TIMEOUT_SECONDS", 5, minimum=1)
+ATREX_WEBHOOK_RETRIES = env_int("ATREX_WEBHOOK_RETRIES", 5, minimum=0)
+ATREX_WEBHOOK_RETRY_BASE_SECONDS = env_int("ATREX_WEBHOOK_RETRY_BASE_SECONDS", 10, minimum=0)

@@ -15,7 +15,9 @@
     new Chart(document.getElementById("history-chart"), {
       type: "line",
       data: {
-        labels: entries.map((e) => "#" + e.submission),
+        // Check submissions and interpreter checks are the team's own tries: marked, never ranked.
+        labels: entries.map((e) => "#" + e.submission + (e.mode === "check" ? " check" : "") +
+          (e.interpreter ? " interp." : "")),
         datasets: [
           line("S_op (median shape score)", entries.map((e) => e.s_op), "#3c6fb6", false),
           line("correct shapes", entries.map((e) => e.correctness_rate), "#2f8f46", true),

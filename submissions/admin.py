@@ -40,10 +40,10 @@ class CandidateInline(admin.TabularInline):
 
 @admin.register(Submission)
 class SubmissionAdmin(admin.ModelAdmin):
-    list_display = ("id", "team", "release", "hardware", "baseline", "agent", "model_name",
-                    "created_at")
+    list_display = ("id", "team", "release", "hardware", "mode", "baseline", "agent",
+                    "model_name", "created_at")
     # Filter by release and hardware, select all, "Re-run": every submission of a board again.
-    list_filter = ("release", "hardware", "baseline", "team")
+    list_filter = ("release", "hardware", "mode", "baseline", "team")
     inlines = [CandidateInline]
     actions = [rerun_submissions]
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.db.models import Max
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -20,7 +17,13 @@ from portal.accounts.models import Team
 from portal.api_schema import errors
 from portal.ratelimit import exceeded, limit
 from submissions.models import EvaluationJob, Submission
-from submissions.selectors import submission_detail, submission_visible, submissions_visible
+from submissions.profile import submission_profile
+from submissions.selectors import (
+    active_score,
+    submission_detail,
+    submission_visible,
+    submissions_visible,
+)
 from submissions.services import (
     MAX_BIG_INTEGER,
     MAX_NOTES_CHARS,
@@ -50,6 +53,11 @@ class SubmissionIn(serializers.Serializer):
     output_tokens = serializers.IntegerField(required=False, min_value=0, max_value=MAX_BIG_INTEGER,
                                              allow_null=True)
     notes = serializers.CharField(required=False, allow_blank=True, max_length=MAX_NOTES_CHARS)
+    mode = serializers.ChoiceField(choices=Submission.Mode.choices, required=False,
+                                   default=Submission.Mode.RANKED, help_text=(
+                                       "ranked (default): enters the boards, uses the daily "
+                                       "submission quota; check: evaluated the same way, never "
+                                       "ranked, uses the daily check quota"))
 
 
 # A submission's status summarises its jobs' (submissions.selectors.submission_status).
@@ -129,6 +137,7 @@ class OutcomeOut(serializers.Serializer):
     interpreter = serializers.BooleanField(help_text=(
         "a job ran in Triton's CPU interpreter: an interpreter check, not a verdict on the "
         "kernel (no time, never ranked, no daily quota used)"))
+    check = serializers.BooleanField(help_text="submitted in check mode: never ranked")
 
 
 class ReleaseRefOut(serializers.Serializer):
@@ -149,6 +158,9 @@ class SubmissionOut(serializers.Serializer):
     output_tokens = serializers.IntegerField(allow_null=True)
     notes = serializers.CharField()
     created_at = serializers.DateTimeField()
+    mode = serializers.ChoiceField(choices=Submission.Mode.choices, help_text=(
+        "ranked, or check: evaluated like a ranked one but kept off every board, export and "
+        "analysis"))
     status = serializers.ChoiceField(choices=SUBMISSION_STATUSES, help_text=(
         "the jobs' state (kept for compatibility: \"scored\" even when no shape was correct; "
         "read `outcome` for what happened)"))
@@ -160,7 +172,8 @@ class SubmissionScoreOut(serializers.Serializer):
     """The submission's score under the active weights (see _active_score)."""
 
     weights_version = serializers.IntegerField()
-    ranked = serializers.BooleanField()
+    ranked = serializers.BooleanField(help_text="false while a result is quarantined, and "
+                                      "always for a check submission")
     aggregate = serializers.FloatField(allow_null=True)
     unweighted_mean = serializers.FloatField(allow_null=True)
     memory = serializers.FloatField(allow_null=True)
@@ -186,6 +199,9 @@ class QuotaOut(serializers.Serializer):
     resets_at = serializers.DateTimeField()
     concurrent_limit = serializers.IntegerField()
     active = serializers.IntegerField()
+    check_limit = serializers.IntegerField(help_text="check submissions a day")
+    checks_today = serializers.IntegerField()
+    remaining_checks = serializers.IntegerField()
 
 
 class SubmissionListCreateApi(APIView):
@@ -215,7 +231,8 @@ class SubmissionListCreateApi(APIView):
             team=team, user=request.user, release=release, hardware=hardware,
             filename=upload.name, data=upload.read(), operator=fields.get("operator") or None,
             agent=fields.get("agent", ""), model_name=fields.get("model", ""),
-            output_tokens=fields.get("output_tokens"), notes=fields.get("notes", ""))
+            output_tokens=fields.get("output_tokens"), notes=fields.get("notes", ""),
+            mode=fields["mode"])
         return Response(submission_detail(request, submission), status=status.HTTP_201_CREATED)
 
 
@@ -231,29 +248,7 @@ class SubmissionDetailApi(APIView):
         _require_principal(request)
         submission = submission_visible(request, pk)
         return Response({**submission_detail(request, submission),
-                         "score": _active_score(submission)})
-
-
-SCORE_FIELDS = ("ranked", "complete", "unevaluated_shapes", "lost_jobs", "aggregate",
-                "unweighted_mean", "memory", "compute", "prefill", "decode", "correctness_rate",
-                "dsl_adoption_rate", "by_operator")
-
-
-def _active_score(submission: Submission) -> dict[str, Any] | None:
-    """The score under the active weights, as the submission page shows it. Scores are the
-    leaderboard's derived data, reached through the reverse relation; a job that ended after
-    the score was computed means a rescore is still on its way (`current` is false)."""
-    score = (submission.scores.filter(weight_set__active=True).select_related("weight_set")
-             .first())
-    if score is None:
-        return None
-    last_scored = (EvaluationJob.objects.filter(candidate__submission=submission,
-                                                finished_at__isnull=False)
-                   .aggregate(last=Max("finished_at"))["last"])
-    return {"weights_version": score.weight_set.version,
-            **{field: getattr(score, field) for field in SCORE_FIELDS},
-            "computed_at": score.computed_at.isoformat(),
-            "current": last_scored is None or score.computed_at >= last_scored}
+                         "score": active_score(submission)})
 
 
 class SubmissionCancelApi(APIView):
@@ -274,4 +269,73 @@ class QuotaApi(APIView):
         return Response({"team": team.name, "daily_limit": quota.daily_limit,
                          "used_today": quota.used_today, "remaining_today": quota.remaining_today,
                          "resets_at": quota.resets_at.isoformat(),
-                         "concurrent_limit": quota.concurrent_limit, "active": quota.active})
+                         "concurrent_limit": quota.concurrent_limit, "active": quota.active,
+                         "check_limit": quota.check_limit, "checks_today": quota.checks_today,
+                         "remaining_checks": quota.remaining_checks})
+
+
+class KernelOut(serializers.Serializer):
+    name = serializers.CharField()
+    category = serializers.CharField(help_text="dsl (the candidate's own), torch, vendor or "
+                                     "compiled")
+    launches = serializers.IntegerField(allow_null=True)
+    device_time_s = serializers.FloatField(allow_null=True)
+    share = serializers.FloatField(allow_null=True, help_text="of the observed forward's device "
+                                   "time")
+
+
+class ShapeProfileOut(serializers.Serializer):
+    shape_id = serializers.CharField()
+    status = serializers.CharField()
+    failed_stage = serializers.CharField()
+    verdict = serializers.CharField()
+    dsl_ratio = serializers.FloatField(allow_null=True)
+    median_s = serializers.FloatField(allow_null=True)
+    p10_s = serializers.FloatField(allow_null=True)
+    p90_s = serializers.FloatField(allow_null=True)
+    samples = serializers.IntegerField(allow_null=True)
+    launch_method = serializers.CharField()
+    kernels_per_forward = serializers.FloatField(allow_null=True)
+    attainment = serializers.FloatField(allow_null=True)
+    attainment_with_floor = serializers.FloatField(allow_null=True)
+    suspicious = serializers.BooleanField()
+    kernels = KernelOut(many=True)
+    kernel_time_s = serializers.FloatField(allow_null=True)
+    bound = serializers.CharField(allow_null=True, help_text="memory, compute or balanced")
+    bandwidth_fraction = serializers.FloatField(allow_null=True)
+    bandwidth_bytes_per_s = serializers.FloatField(allow_null=True)
+    flop_rate_fraction = serializers.FloatField(allow_null=True)
+    flop_rate_per_s = serializers.FloatField(allow_null=True)
+    peak_path = serializers.CharField(allow_null=True)
+
+
+class OperatorProfileOut(serializers.Serializer):
+    operator = serializers.CharField()
+    job_status = serializers.CharField()
+    job_mode = serializers.CharField()
+    shapes = ShapeProfileOut(many=True)
+
+
+class HardwarePeaksOut(serializers.Serializer):
+    name = serializers.CharField()
+    hbm_bytes_per_s = serializers.FloatField()
+    peak_flops = serializers.DictField(child=serializers.FloatField())
+    launch_floor_s = serializers.FloatField()
+
+
+class ProfileOut(serializers.Serializer):
+    """submissions.profile.submission_profile: per shape, what ran and how close it came."""
+
+    schema = serializers.CharField()
+    submission = serializers.IntegerField()
+    mode = serializers.CharField()
+    hardware = HardwarePeaksOut()
+    notes = serializers.ListField(child=serializers.CharField())
+    operators = OperatorProfileOut(many=True)
+
+
+class SubmissionProfileApi(APIView):
+    @extend_schema(responses={200: ProfileOut, **errors(403, 404)})
+    def get(self, request: Request, pk: int) -> Response:
+        _require_principal(request)
+        return Response(submission_profile(submission_visible(request, pk)))

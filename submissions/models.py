@@ -8,8 +8,17 @@ from django.db import models
 from evaluation.models import HardwareProfile, Operator, Release, Shape
 from portal.accounts.models import Team
 
+# Submission.Mode's values, for typed code (a TextChoices member reads as a tuple to mypy here).
+MODE_RANKED, MODE_CHECK = "ranked", "check"
+
 
 class Submission(models.Model):
+    class Mode(models.TextChoices):
+        # A check is evaluated like any submission (on the GPU, timed) but never enters a
+        # board, an export or an analysis, and uses the team's daily check quota instead.
+        RANKED = MODE_RANKED, "ranked"
+        CHECK = MODE_CHECK, "check (not ranked)"
+
     class Baseline(models.TextChoices):
         NONE = "", "not a baseline"
         PYTORCH = "pytorch", "PyTorch reference"
@@ -26,6 +35,13 @@ class Submission(models.Model):
     # The release's own references, evaluated by the portal: shown beside the board, never ranked.
     baseline = models.CharField(max_length=20, choices=Baseline.choices, blank=True,
                                 default=Baseline.NONE)
+    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.RANKED,
+                            db_index=True)
+    # The public summary's link (/shared/<token>/), when the team shared it; None: not shared.
+    share_token = models.CharField(max_length=64, null=True, blank=True, unique=True)
+    # The jobs' last end the team's webhook was called for: one call per end, however many
+    # rescores follow it (an admin's re-run ends it again, and calls again).
+    webhook_ended_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
@@ -33,6 +49,10 @@ class Submission(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.team} on {self.release} / {self.hardware}"
+
+    @property
+    def is_check(self) -> bool:
+        return bool(self.mode == MODE_CHECK)
 
 
 class Candidate(models.Model):

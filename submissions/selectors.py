@@ -78,10 +78,35 @@ def submission_detail(request: Any, submission: Submission) -> dict[str, Any]:
         "hardware": submission.hardware.name, "agent": submission.agent,
         "model": submission.model_name, "output_tokens": submission.output_tokens,
         "notes": submission.notes, "created_at": submission.created_at.isoformat(),
+        "mode": submission.mode,
         "status": submission_status(jobs),
-        "outcome": submission_outcome(tallies),
+        "outcome": submission_outcome(tallies, check=submission.is_check),
         "jobs": [job_detail(job, results[job.pk]) for job in jobs],
     }
+
+
+SCORE_FIELDS = ("ranked", "complete", "unevaluated_shapes", "lost_jobs", "aggregate",
+                "unweighted_mean", "memory", "compute", "prefill", "decode", "correctness_rate",
+                "dsl_adoption_rate", "by_operator")
+
+
+def active_score(submission: Submission) -> dict[str, Any] | None:
+    """The score under the active weights, as the submission page shows it. Scores are the
+    leaderboard's derived data, reached through the reverse relation; a job that ended after
+    the score was computed means a rescore is still on its way (`current` is false). A
+    check submission is never `ranked`."""
+    score = (submission.scores.filter(weight_set__active=True).select_related("weight_set")
+             .first())
+    if score is None:
+        return None
+    last_scored = (EvaluationJob.objects.filter(candidate__submission=submission,
+                                                finished_at__isnull=False)
+                   .aggregate(last=Max("finished_at"))["last"])
+    values = {field: getattr(score, field) for field in SCORE_FIELDS}
+    values["ranked"] = values["ranked"] and not submission.is_check
+    return {"weights_version": score.weight_set.version, **values,
+            "computed_at": score.computed_at.isoformat(),
+            "current": last_scored is None or score.computed_at >= last_scored}
 
 
 def _fallback_evidence(adoption: Any) -> dict[str, Any]:
@@ -110,15 +135,16 @@ class JobTally:
     native: int  # correct and run by the candidate's own DSL kernels
 
 
-def submission_outcome(jobs: Sequence[JobTally]) -> dict[str, Any]:
+def submission_outcome(jobs: Sequence[JobTally], *, check: bool = False) -> dict[str, Any]:
     """What happened to a submission, in shapes, for teams and their scripts.
 
     `status` is the submission's job status refined by its results: "scored" only when some
     shape was correct; "failed" when every job ended and none was; "cancelled" or "lost" (an
     infrastructure failure) when they ended before any shape was evaluated; "queued",
     "running" and "empty" as the submission's status. `interpreter` marks a run in Triton's
-    CPU interpreter: a check, not a verdict on the kernel. `summary` says it in one line,
-    e.g. "failed: 0 of 14 shapes correct".
+    CPU interpreter: a check, not a verdict on the kernel. `check` marks a submission made
+    in check mode (evaluated, never ranked). `summary` says it in one line, e.g. "failed: 0
+    of 14 shapes correct".
     """
     shapes, evaluated = sum(j.shapes for j in jobs), sum(j.evaluated for j in jobs)
     correct, native = sum(j.correct for j in jobs), sum(j.native for j in jobs)
@@ -149,16 +175,20 @@ def submission_outcome(jobs: Sequence[JobTally]) -> dict[str, Any]:
         if status == "lost":
             summary += " (infrastructure failure)"
     interpreter = any(j.mode == "cpu-interpreter" for j in jobs)
-    if interpreter:
-        summary += " (interpreter check)"
+    marks = [mark for mark, on in (("check mode", check), ("interpreter check", interpreter))
+             if on]
+    if marks:
+        summary += f" ({', '.join(marks)})"
     return {"status": status, "summary": summary, "shapes": shapes, "evaluated": evaluated,
-            "correct": correct, "native": native, "interpreter": interpreter}
+            "correct": correct, "native": native, "interpreter": interpreter, "check": check}
 
 
 def submission_outcomes(submission_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
     """`submission_outcome` of many submissions (a team's list) in one query."""
     latest = Q(results__attempt=F("attempts"))
     tallies: dict[int, list[JobTally]] = {pk: [] for pk in submission_ids}
+    checks = set(Submission.objects.filter(pk__in=list(tallies), mode=Submission.Mode.CHECK)
+                 .values_list("pk", flat=True))
     for submission_id, *tally in (
             EvaluationJob.objects.filter(candidate__submission__in=list(tallies))
             .annotate(evaluated=Count("results", filter=latest),
@@ -168,7 +198,7 @@ def submission_outcomes(submission_ids: Iterable[int]) -> dict[int, dict[str, An
             .values_list("candidate__submission_id", "status", "mode", "infrastructure_failure",
                          "shapes_total", "evaluated", "correct", "native")):
         tallies[submission_id].append(JobTally(*tally))
-    return {pk: submission_outcome(jobs) for pk, jobs in tallies.items()}
+    return {pk: submission_outcome(jobs, check=pk in checks) for pk, jobs in tallies.items()}
 
 
 def submission_status(jobs: Any) -> str:

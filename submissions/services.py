@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
 from evaluation.baselines import baseline_source
@@ -26,7 +26,14 @@ from evaluation.protocol import (
 from evaluation.selectors import evaluated_shape_ids
 from portal.accounts.models import Team
 from portal.audit.models import audit
-from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
+from submissions.models import (
+    MODE_CHECK,
+    MODE_RANKED,
+    Candidate,
+    EvaluationJob,
+    ShapeResult,
+    Submission,
+)
 from submissions.results import rescore_on_commit
 from submissions.upload import UploadLimits, UploadRejected, read_upload
 
@@ -48,10 +55,17 @@ class QuotaStatus:
     concurrent_limit: int
     active: int
     resets_at: datetime
+    # Check submissions: their own daily allowance (they never enter a board).
+    check_limit: int = 0
+    checks_today: int = 0
 
     @property
     def remaining_today(self) -> int:
         return max(0, self.daily_limit - self.used_today)
+
+    @property
+    def remaining_checks(self) -> int:
+        return max(0, self.check_limit - self.checks_today)
 
 
 def upload_limits() -> UploadLimits:
@@ -61,7 +75,8 @@ def upload_limits() -> UploadLimits:
 
 
 def quota_status(team: Team) -> QuotaStatus:
-    """Today's submissions against the daily quota, and those still being evaluated.
+    """Today's submissions against the daily quotas (ranked and check, each its own), and
+    those still being evaluated (both kinds).
 
     A submission counts from its upload on, cancelled ones too (they held a GPU worker), but
     not when every one of its jobs failed for infrastructure reasons or ran in Triton's CPU
@@ -70,27 +85,36 @@ def quota_status(team: Team) -> QuotaStatus:
     """
     now = timezone.now()
     day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    counted = Submission.objects.filter(team=team, created_at__gte=day_start).filter(
+    counted = dict(Submission.objects.filter(team=team, created_at__gte=day_start).filter(
         Exists(EvaluationJob.objects.filter(candidate__submission=OuterRef("pk"),
                                             infrastructure_failure=False)
                .exclude(mode=EvaluationJob.Mode.INTERPRETER)))
+        .values_list("mode").annotate(n=Count("pk")).order_by())
     active = Submission.objects.filter(team=team).filter(
         Exists(EvaluationJob.objects.filter(candidate__submission=OuterRef("pk"),
                                             status__in=ACTIVE)))
-    return QuotaStatus(daily_limit=team.daily_submission_quota, used_today=counted.count(),
+    return QuotaStatus(daily_limit=team.daily_submission_quota,
+                       used_today=counted.get(MODE_RANKED, 0),
                        concurrent_limit=team.concurrent_job_quota, active=active.count(),
-                       resets_at=day_start + timedelta(days=1))
+                       resets_at=day_start + timedelta(days=1),
+                       check_limit=team.daily_check_quota,
+                       checks_today=counted.get(MODE_CHECK, 0))
 
 
 def submission_create(*, team: Team, user: object | None, release: Release,
                       hardware: HardwareProfile, filename: str, data: bytes,
                       operator: str | None = None, agent: str = "", model_name: str = "",
-                      output_tokens: int | None = None, notes: str = "") -> Submission:
+                      output_tokens: int | None = None, notes: str = "",
+                      mode: str = MODE_RANKED) -> Submission:
     """Check the upload, then store submission, candidates and jobs atomically.
 
-    Raises UploadRejected (nothing stored) or QuotaExceeded (nothing stored). Jobs are sent
-    to the GPU queue only once the transaction has committed.
+    `mode` "check" evaluates it like any submission but keeps it off every board; it uses
+    the team's daily check quota instead of its submission quota. Raises UploadRejected
+    (nothing stored) or QuotaExceeded (nothing stored). Jobs are sent to the GPU queue only
+    once the transaction has committed.
     """
+    if mode not in Submission.Mode.values:
+        raise UploadRejected(f"mode: expected one of {', '.join(Submission.Mode.values)}")
     _check_metadata(agent=agent, model_name=model_name, output_tokens=output_tokens, notes=notes)
     operators = {op.name: op for op in release.operators.all()}
     sources = read_upload(filename=filename, data=data, operators=operators, operator=operator,
@@ -99,7 +123,10 @@ def submission_create(*, team: Team, user: object | None, release: Release,
         # The team row lock serialises concurrent uploads of one team: no quota overrun.
         Team.objects.select_for_update().get(pk=team.pk)
         quota = quota_status(team)
-        if quota.used_today >= quota.daily_limit:
+        if mode == MODE_CHECK and quota.checks_today >= quota.check_limit:
+            raise QuotaExceeded(f"daily quota of {quota.check_limit} check submissions used; it "
+                                f"resets at {quota.resets_at:%Y-%m-%d %H:%M} UTC")
+        if mode == MODE_RANKED and quota.used_today >= quota.daily_limit:
             raise QuotaExceeded(f"daily quota of {quota.daily_limit} submissions used; it resets "
                                 f"at {quota.resets_at:%Y-%m-%d %H:%M} UTC")
         if quota.active >= quota.concurrent_limit:
@@ -108,7 +135,7 @@ def submission_create(*, team: Team, user: object | None, release: Release,
         submission = Submission.objects.create(
             team=team, release=release, hardware=hardware,
             created_by=user if getattr(user, "pk", None) else None, agent=agent,
-            model_name=model_name, output_tokens=output_tokens, notes=notes)
+            model_name=model_name, output_tokens=output_tokens, notes=notes, mode=mode)
         job_ids = []
         for name, source in sorted(sources.items()):
             shapes = evaluated_shape_ids(operators[name])

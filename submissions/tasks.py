@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from celery import shared_task
+from celery import Task, shared_task
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from evaluation.protocol import RECORD_EVENT_TASK
-from submissions import results, services
+from submissions import results, services, webhooks
 
 
 # A lost database connection (restart, failover, a killed backend) fails only the report in
@@ -25,3 +26,21 @@ def sweep_jobs() -> dict[str, list[int]]:
     """Run by Celery beat (CELERY_BEAT_SCHEDULE) on the web side."""
     report = services.jobs_sweep()
     return {"requeued": report.requeued, "failed": report.failed}
+
+
+@shared_task(name=webhooks.DELIVER_TASK, bind=True, max_retries=None)
+def deliver_webhook(self: Task, submission_id: int, body: str, delivery: str) -> None:
+    """POST a submission's end to its team's webhook (queue `results`, sent after commit).
+
+    Tried again after a growing delay while the receiver cannot be reached, times out or
+    answers 5xx, 408 or 429, up to ATREX_WEBHOOK_RETRIES times; then, or at once for any
+    other answer, the failure is logged and shown on the team page. It never raises: a
+    receiver's trouble is the receiver's.
+    """
+    try:
+        webhooks.deliver(submission_id, body, delivery)
+    except webhooks.DeliveryFailed as exc:
+        attempts = self.request.retries + 1
+        if exc.retry and self.request.retries < settings.ATREX_WEBHOOK_RETRIES:
+            raise self.retry(countdown=webhooks.retry_delay(self.request.retries)) from None
+        webhooks.delivery_failed(submission_id, delivery, exc, attempts)

@@ -6,17 +6,19 @@ from typing import Any
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import BadRequest
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import BadRequest, PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from evaluation.models import HardwareProfile, Release
 from portal.accounts.auth import is_admin, request_team
 from portal.accounts.models import ApiToken, token_create
 from portal.ratelimit import client_address, limited_posts
-from submissions.models import ShapeResult
+from submissions.models import MODE_RANKED, ShapeResult
+from submissions.profile import submission_profile
 from submissions.selectors import (
     quarantined_results,
     recent_submissions,
@@ -30,7 +32,16 @@ from submissions.services import (
     shape_result_review,
     submission_create,
 )
+from submissions.sharing import (
+    SharingDisabled,
+    share_links_set,
+    shared_submission,
+    shared_summary,
+    submission_share,
+    submission_unshare,
+)
 from submissions.upload import UploadRejected
+from submissions.webhooks import WebhookRejected, team_webhook_rotate_secret, team_webhook_set
 
 
 def _posted_id(request: HttpRequest, name: str) -> int:
@@ -74,7 +85,7 @@ def team_page(request: HttpRequest) -> HttpResponse:
         return render(request, "submissions/no_team.html", {
             "admin": is_admin(request), "submissions": recent_submissions(request)},
             status=403 if request.method == "POST" else 200)
-    new_token = None
+    new_token, settings_error = None, None
     if request.method == "POST":
         if "revoke" in request.POST:
             ApiToken.objects.filter(team=team, pk=_posted_id(request, "revoke")).update(
@@ -82,10 +93,24 @@ def team_page(request: HttpRequest) -> HttpResponse:
         elif request.POST.get("token_name"):
             _, new_token = token_create(team=team, name=request.POST["token_name"][:100],
                                         created_by=request.user)
+        elif "share_links" in request.POST:
+            share_links_set(team=team, enabled=request.POST["share_links"] == "on",
+                            actor=request.user)
+        elif "webhook_url" in request.POST:
+            try:
+                team_webhook_set(team=team, url=request.POST["webhook_url"], actor=request.user)
+            except WebhookRejected as exc:
+                settings_error = str(exc)
+        elif "webhook_rotate" in request.POST:
+            team_webhook_rotate_secret(team=team, actor=request.user)
     return render(request, "submissions/team.html", {
         "team": team, "members": team.members.order_by("username"),
         "tokens": team.tokens.order_by("-created_at"), "new_token": new_token,
-        "quota": quota_status(team), "submissions": recent_submissions(request)})
+        "settings_error": settings_error,
+        "webhook_url": request.POST.get("webhook_url", team.webhook_url)
+        if settings_error else team.webhook_url,
+        "quota": quota_status(team), "submissions": recent_submissions(request)},
+        status=400 if settings_error else 200)
 
 
 def _uploader(request: HttpRequest) -> str:
@@ -122,7 +147,8 @@ def upload_page(request: HttpRequest) -> HttpResponse:
                 agent=request.POST.get("agent", "")[:100],
                 model_name=request.POST.get("model", "")[:100],
                 output_tokens=_posted_tokens(request),
-                notes=request.POST.get("notes", ""))
+                notes=request.POST.get("notes", ""),
+                mode=request.POST.get("mode") or MODE_RANKED)
         except (UploadRejected, QuotaExceeded, BadRequest) as exc:
             context["error"] = str(exc)
             status = 429 if isinstance(exc, QuotaExceeded) else 400
@@ -134,9 +160,10 @@ def upload_page(request: HttpRequest) -> HttpResponse:
 def _form_values(request: HttpRequest) -> dict[str, str]:
     """The upload form's fields as posted, so a rejected upload shows them again (a file
     input cannot be refilled: the page asks for the file again)."""
-    names = ("release", "hardware", "operator", "agent", "model", "output_tokens", "notes")
+    names = ("release", "hardware", "operator", "agent", "model", "output_tokens", "notes",
+             "mode")
     if request.method != "POST":
-        return {"hardware": "H200"}
+        return {"hardware": "H200", "mode": request.GET.get("mode", MODE_RANKED)}
     return {name: request.POST.get(name, "") for name in names}
 
 
@@ -144,16 +171,57 @@ def _form_values(request: HttpRequest) -> dict[str, str]:
 def submission_page(request: HttpRequest, pk: int) -> HttpResponse:
     submission = submission_visible(request, pk)
     detail = submission_detail(request, submission)
+    live = detail["status"] in ("queued", "running")
     template = "submissions/submission.html"
     if request.htmx:
         template += "#progress"  # the live part only; htmx polls it while jobs run
     # Scores are the leaderboard's derived data, reached through the reverse relation.
     score = (submission.scores.filter(weight_set__active=True)
              .select_related("weight_set").first())
-    response = render(request, template, {"submission": submission, "detail": detail,
-                                          "score": score,
-                                          "live": detail["status"] in ("queued", "running")})
+    response = render(request, template, {
+        "submission": submission, "detail": detail, "score": score, "live": live,
+        # Once every job has ended: per-shape sections a poll would close again.
+        "profile": None if live else submission_profile(submission),
+        "own": request_team(request) == submission.team,
+        "share_url": request.build_absolute_uri(reverse("submission-shared",
+                                                        args=[submission.share_token]))
+        if submission.share_token else None})
     response["Vary"] = "HX-Request"
+    return response
+
+
+@login_required
+@require_POST
+def submission_share_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """The team's members give the submission a public link, or revoke it."""
+    submission = submission_visible(request, pk)
+    if request_team(request) != submission.team:
+        raise PermissionDenied("only the submission's team can share it")
+    action = request.POST.get("share")
+    if action == "create":
+        try:
+            submission_share(submission=submission, actor=request.user)
+        except SharingDisabled as exc:
+            raise BadRequest(str(exc)) from None
+    elif action == "revoke":
+        submission_unshare(submission=submission, actor=request.user)
+    else:
+        raise BadRequest("share: expected create or revoke")
+    return redirect(f"{reverse('submission', args=[submission.pk])}#share")
+
+
+def shared_submission_page(request: HttpRequest, token: str) -> HttpResponse:
+    """A submission's public summary, by its share link (no sign-in): 404 once revoked."""
+    submission = shared_submission(token)
+    if submission is None:
+        raise Http404("no such shared submission")
+    response = render(request, "submissions/shared.html",
+                      {"shared": shared_summary(submission)})
+    # The token is the only key: no Referer carries it to a page linked from here, and
+    # search engines leave the page out.
+    response["Referrer-Policy"] = "no-referrer"
+    response["X-Robots-Tag"] = "noindex, nofollow"
+    response["Cache-Control"] = "private, no-store"
     return response
 
 

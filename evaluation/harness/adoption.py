@@ -77,6 +77,9 @@ class AdoptionReport:
     aten_compute_ops: Mapping[str, int]
     dsl_kernels: tuple[str, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # Every kernel of the observed forward by name, the candidate's own included: category,
+    # launches and device time, longest first (GPU only: the interpreter has no device times).
+    kernels: tuple[dict[str, object], ...] = field(default_factory=tuple)
 
 
 def classify_kernel(name: str, own_dsl_kernels: Iterable[str]) -> str:
@@ -101,8 +104,10 @@ def aten_compute_ops(aten_ops: Mapping[str, int]) -> dict[str, int]:
 
 def adoption_report(evidence: AdoptionEvidence, threshold: float) -> AdoptionReport:
     compute_ops = aten_compute_ops(evidence.aten_ops)
+    kernels: tuple[dict[str, object], ...] = ()
     if evidence.device_timed:
-        by_category, foreign = _device_time_shares(evidence)
+        by_category, kernels = _device_time_shares(evidence)
+        foreign = tuple(dict(kernel) for kernel in kernels if kernel["category"] != OWN)
         method = "device-time"
     else:
         by_category = _launch_count_shares(evidence, compute_ops)
@@ -122,6 +127,7 @@ def adoption_report(evidence: AdoptionEvidence, threshold: float) -> AdoptionRep
         aten_compute_ops=compute_ops,
         dsl_kernels=tuple(sorted(evidence.dsl_kernel_names)),
         notes=tuple(notes),
+        kernels=kernels,
     )
 
 
@@ -142,24 +148,25 @@ def verdict(ratio: float, by_category: Mapping[str, float], threshold: float) ->
 def _device_time_shares(
     evidence: AdoptionEvidence,
 ) -> tuple[dict[str, float], tuple[dict[str, object], ...]]:
+    """Device time per category, and per kernel name (category, launches, time), longest
+    first: the foreign kernels among them are the evidence a verdict names."""
     by_category: dict[str, float] = {}
-    foreign_time: dict[str, float] = {}
-    foreign_count: dict[str, int] = {}
-    foreign_category: dict[str, str] = {}
+    times: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    categories: dict[str, str] = {}
     for record in evidence.kernels:
         category = classify_kernel(record.name, evidence.dsl_kernel_names)
         by_category[category] = by_category.get(category, 0.0) + record.device_time_s
-        if category != OWN:
-            name = record.name[:KERNEL_NAME_CHARS]
-            foreign_time[name] = foreign_time.get(name, 0.0) + record.device_time_s
-            foreign_count[name] = foreign_count.get(name, 0) + 1
-            foreign_category[name] = category
-    foreign = tuple(
-        {"name": name, "category": foreign_category[name], "count": foreign_count[name],
-         "device_time_us": foreign_time[name] * 1e6}
-        for name in sorted(foreign_time, key=lambda n: -foreign_time[n])
+        name = record.name[:KERNEL_NAME_CHARS]
+        times[name] = times.get(name, 0.0) + record.device_time_s
+        counts[name] = counts.get(name, 0) + 1
+        categories[name] = category
+    kernels = tuple(
+        {"name": name, "category": categories[name], "count": counts[name],
+         "device_time_us": times[name] * 1e6}
+        for name in sorted(times, key=lambda n: -times[n])
     )
-    return by_category, foreign
+    return by_category, kernels
 
 
 def _launch_count_shares(evidence: AdoptionEvidence, compute_ops: Mapping[str, int]) -> dict[str, float]:

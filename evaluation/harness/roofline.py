@@ -79,6 +79,18 @@ def regime(compute_s: float, memory_s: float) -> str:
     return BALANCED if compute_s > 0 else MEMORY
 
 
+def dominant_peak_path(shape: ShapeRoofline, hardware: HardwareProfile) -> str | None:
+    """The precision path whose work takes longest at its peak (None without compute work):
+    the peak a compute-bound shape's attainment is read against when it is told as a FLOP
+    rate (attainment x that peak)."""
+    path_s: dict[str, float] = {}
+    for dtype, flops in shape.w_flops.items():
+        path = DTYPE_TO_PEAK_PATH[dtype]
+        if flops > 0 and hardware.peak_flops.get(path):
+            path_s[path] = path_s.get(path, 0.0) + flops / hardware.peak_flops[path]
+    return max(path_s, key=lambda p: path_s[p]) if path_s else None
+
+
 def sol_seconds(shape: ShapeRoofline, hardware: HardwareProfile) -> float:
     return roofline_point(shape, hardware).sol_s
 

@@ -8,6 +8,7 @@ from typing import Any
 from django import template
 
 from leaderboard.iteration import compare_choices, diff_lines, team_operators
+from leaderboard.templatetags.board_extras import score_text
 from portal.accounts.auth import request_team
 from portal.accounts.models import Team
 from submissions.models import Submission
@@ -40,9 +41,23 @@ def diff_rows(diff: str) -> list[tuple[str, str]]:
 
 
 @register.filter
-def micro(seconds: float | None) -> str:
-    """Seconds as microseconds, for the compare page's time columns."""
-    return "not measured" if seconds is None else f"{seconds * 1e6:.2f}"
+def micro(row: dict[str, Any] | None) -> str:
+    """A shape's median time in microseconds, for the compare page's time columns: "not
+    timed" for a correct shape without a GPU time (not 0), "–" for no time to show."""
+    if not row:
+        return "–"
+    if row.get("median_s") is not None:
+        return f"{row['median_s'] * 1e6:.2f}"
+    return "not timed" if row.get("status") == "passed" else "–"
+
+
+@register.filter
+def s_op_text(side: dict[str, Any] | None) -> str:
+    """An operator's S_op on the compare page: "not timed" when the operator has no time
+    but was evaluated (a correct shape without a GPU time), "–" when there is nothing."""
+    if not side or side.get("status") in ("queued", "running", "empty"):
+        return "–"
+    return score_text(side.get("s_op"))
 
 
 @register.filter

@@ -33,7 +33,8 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Team)
 class TeamAdmin(admin.ModelAdmin):
-    list_display = ("name", "slug", "daily_submission_quota", "concurrent_job_quota", "hidden")
+    list_display = ("name", "slug", "daily_submission_quota", "daily_check_quota",
+                    "concurrent_job_quota", "share_links_enabled", "hidden")
     prepopulated_fields = {"slug": ("name",)}
     inlines = [MembershipInline]
     actions = [hide_teams, show_teams]

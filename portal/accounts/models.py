@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import models
 
 TOKEN_PREFIX_CHARS = 8
+DEFAULT_DAILY_CHECK_QUOTA = 100  # five times the ranked default
 
 
 class Team(models.Model):
@@ -17,8 +18,18 @@ class Team(models.Model):
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership",
                                      related_name="teams")
     daily_submission_quota = models.PositiveIntegerField(default=20)
+    # Check submissions (evaluated like any, never ranked) have their own, larger allowance:
+    # a team tries more than it ranks (docs/teams.md, "Check submissions").
+    daily_check_quota = models.PositiveIntegerField(default=DEFAULT_DAILY_CHECK_QUOTA)
     concurrent_job_quota = models.PositiveIntegerField(default=4)
     hidden = models.BooleanField(default=False, help_text="Hidden from public boards.")
+    # Opt-in: members may give a submission a public link (an unguessable token) to its
+    # summary. Turning it off revokes every link.
+    share_links_enabled = models.BooleanField(default=False)
+    # Called when a submission ends (submissions/webhooks.py); the secret signs each body.
+    webhook_url = models.URLField(max_length=500, blank=True)
+    webhook_secret = models.CharField(max_length=100, blank=True)
+    webhook_last_delivery = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

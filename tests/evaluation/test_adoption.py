@@ -104,3 +104,18 @@ def test_nothing_observed_is_a_fallback_with_a_note() -> None:
     report = adoption_report(evidence(device=False), threshold=0.95)
     assert report.verdict == "fallback-torch" and report.dsl_ratio == 0.0
     assert report.notes
+
+
+def test_every_kernel_of_the_forward_is_listed_with_its_device_time_own_ones_too() -> None:
+    report = adoption_report(evidence([("_k", 3e-6), ("Memset (Device)", 1e-6), ("_k", 5e-6),
+                                       ("_k2", 1e-6)], own={"_k", "_k2"}), threshold=0.95)
+    assert [(k["name"], k["category"], k["count"]) for k in report.kernels] == [
+        ("_k", OWN, 2), ("Memset (Device)", TORCH, 1), ("_k2", OWN, 1)]  # longest first
+    assert report.kernels[0]["device_time_us"] == pytest.approx(8.0)
+    # the foreign ones are still the verdict's evidence, as before
+    assert [k["name"] for k in report.foreign_kernels] == ["Memset (Device)"]
+
+
+def test_the_interpreter_lists_no_kernels_it_has_no_device_times() -> None:
+    report = adoption_report(evidence(own={"_k"}, launches=2, device=False), threshold=0.95)
+    assert report.kernels == () and report.dsl_kernels == ("_k",)

@@ -11,7 +11,12 @@ from evaluation.harness.release import (
     load_release,
     project_hardware_profiles,
 )
-from evaluation.harness.roofline import attainment, roofline_point, sol_seconds
+from evaluation.harness.roofline import (
+    attainment,
+    dominant_peak_path,
+    roofline_point,
+    sol_seconds,
+)
 from tests.conftest import FIXTURE_RELEASE
 
 H200 = project_hardware_profiles()["H200"]
@@ -49,6 +54,15 @@ def test_compute_times_add_up_when_the_file_declares_no_overlap() -> None:
     assert sol_seconds(ShapeRoofline.from_json(entry, {"shapes": {}}), H200) == \
         pytest.approx(2e-3)
     assert sol_seconds(ShapeRoofline.from_json(entry), H200) == pytest.approx(2e-3)
+
+
+def test_the_dominant_path_is_the_one_whose_work_takes_longest_at_its_peak() -> None:
+    # 1 ms of fp8 work against 2 ms of bf16 work: a FLOP rate is told at the bf16 peak.
+    shape = ShapeRoofline(w_flops={"fp8_e4m3": 1979 * 10**9, "bf16": 2 * 989 * 10**9},
+                          q_read_bytes=0, q_write_bytes=1)
+    assert dominant_peak_path(shape, H200) == "bf16_tc"
+    assert dominant_peak_path(ShapeRoofline(w_flops={}, q_read_bytes=1, q_write_bytes=1),
+                              H200) is None
 
 
 def test_units_overlap_when_the_file_says_max() -> None:

@@ -31,7 +31,8 @@ OWN_SUBMISSION = {"anonymous": 404, "member": 200, "other": 404, "staff": 200, "
 OWN_SUBMISSION_API = {"anonymous": 401, "member": 200, "other": 404, "staff": 200,
                       "superuser": 200}
 
-# (url name, method, expected status per role); {release}, {submission} are filled in.
+# (url name, method, expected status per role); {release}, {submission}, {share} are filled
+# in. POSTs send {"action": "freeze"} unless POST_DATA names what they send.
 MATRIX: list[tuple[str, str, str, dict[str, int]]] = [
     ("home", "GET", "/", PUBLIC),
     ("release", "GET", "/releases/{release}/", PUBLIC),
@@ -55,6 +56,12 @@ MATRIX: list[tuple[str, str, str, dict[str, int]]] = [
     ("submission", "GET", "/submissions/{submission}/", OWN_SUBMISSION_PAGE),
     ("submission-compare", "GET", "/submissions/{submission}/compare/{submission}/",
      OWN_SUBMISSION_PAGE),
+    # Only the submission's own team gives it a public link (then back to its page: 302);
+    # an admin sees the submission but may not share it for the team.
+    ("submission-share", "POST", "/submissions/{submission}/share/",
+     {"anonymous": 302, "member": 302, "other": 404, "staff": 403, "superuser": 403}),
+    # The public summary behind a share link: anyone with the link, no sign-in.
+    ("submission-shared", "GET", "/shared/{share}/", PUBLIC),
     # A history is the signed-in user's team's: a user in no team (staff here) has none.
     ("operator-history", "GET", "/team/history/rms_norm/",
      {"anonymous": 302, "member": 200, "other": 200, "staff": 404, "superuser": 404}),
@@ -70,6 +77,8 @@ MATRIX: list[tuple[str, str, str, dict[str, int]]] = [
      {"anonymous": 401, "member": 200, "other": 200, "staff": 200, "superuser": 200}),
     ("api-submission", "GET", "/api/submissions/{submission}/", OWN_SUBMISSION_API),
     ("api-submission-charts", "GET", "/api/submissions/{submission}/charts/", OWN_SUBMISSION),
+    ("api-submission-profile", "GET", "/api/submissions/{submission}/profile/",
+     OWN_SUBMISSION_API),
     ("api-submission-cancel", "POST", "/api/submissions/{submission}/cancel/",
      {"anonymous": 401, "member": 200, "other": 404, "staff": 200, "superuser": 200}),
     ("api-submission-compare", "GET", "/api/submissions/{submission}/compare/{submission}/",
@@ -84,13 +93,17 @@ MATRIX: list[tuple[str, str, str, dict[str, int]]] = [
 ]
 
 
+POST_DATA = {"submission-share": {"share": "create"}}
+
+
 @pytest.fixture
 def world() -> dict[str, Any]:
     release = release_import(path=FIXTURE_RELEASE).release
     weight_set_from_release(release)
-    red, blue = TeamFactory(name="Red"), TeamFactory(name="Blue")
+    red, blue = TeamFactory(name="Red", share_links_enabled=True), TeamFactory(name="Blue")
     submission = Submission.objects.create(
-        team=red, release=release, hardware=HardwareProfile.objects.get(name="H200"))
+        team=red, release=release, hardware=HardwareProfile.objects.get(name="H200"),
+        share_token="shared-summary-token-of-red-0123456789")
     candidate = Candidate.objects.create(submission=submission,
                                          operator=release.operators.get(name="rms_norm"),
                                          source="class Model: pass", sha256="0" * 64)
@@ -98,7 +111,8 @@ def world() -> dict[str, Any]:
     users = {"member": member_of(red, "ruby"), "other": member_of(blue, "bert"),
              "staff": UserFactory(username="staffer", is_staff=True),
              "superuser": UserFactory(username="root", is_staff=True, is_superuser=True)}
-    return {"release": release.pk, "submission": submission.pk, "users": users}
+    return {"release": release.pk, "submission": submission.pk,
+            "share": submission.share_token, "users": users}
 
 
 def client_for(role: str, world: dict[str, Any]) -> Client:
@@ -114,10 +128,11 @@ def test_every_endpoint_answers_each_role_as_the_matrix_says(role: str,
     wrong = []
     with mock.patch("submissions.services.current_app.send_task"):
         for name, method, path, expected in MATRIX:
-            url = path.format(release=world["release"], submission=world["submission"])
+            url = path.format(release=world["release"], submission=world["submission"],
+                              share=world["share"])
             client = client_for(role, world)
-            response = client.post(url, {"action": "freeze"}) if method == "POST" \
-                else client.get(url)
+            response = client.post(url, POST_DATA.get(name, {"action": "freeze"})) \
+                if method == "POST" else client.get(url)
             if response.status_code != expected[role]:
                 wrong.append(f"{method} {url} ({name}): {response.status_code}, "
                              f"expected {expected[role]}")

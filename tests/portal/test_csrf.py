@@ -23,7 +23,7 @@ from evaluation.catalog import release_import
 from evaluation.models import HardwareProfile, Shape
 from leaderboard.models import BoardFreeze, WeightSet
 from leaderboard.services import weight_set_create, weight_set_from_release
-from portal.accounts.models import ApiToken, token_create
+from portal.accounts.models import ApiToken, Team, token_create
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, UserFactory, member_of
@@ -38,7 +38,7 @@ def world() -> Iterator[dict[str, Any]]:
     release = release_import(path=FIXTURE_RELEASE).release
     weight_set_from_release(release)
     weight_set_create(release=release, weights={"rms_norm": 1}, source="manual")  # v2, inactive
-    red = TeamFactory(name="Red")
+    red = TeamFactory(name="Red", share_links_enabled=True)
     alice = member_of(red, "alice")
     submission = Submission.objects.create(team=red, release=release,
                                            hardware=HardwareProfile.objects.get(name="H200"))
@@ -97,6 +97,15 @@ POSTS = {
     "quarantine review": Post("staff", "/staff/quarantine/", "/staff/quarantine/",
                               lambda w: {"result": w["result"], "decision": "accept"},
                               lambda w: not ShapeResult.objects.get(pk=w["result"]).suspicious),
+    "share links off": Post("alice", "/team/", "/team/", lambda w: {"share_links": "off"},
+                            lambda w: not Team.objects.get(name="Red").share_links_enabled),
+    "webhook": Post("alice", "/team/", "/team/",
+                    lambda w: {"webhook_url": "https://93.184.216.34/hook"},
+                    lambda w: Team.objects.get(name="Red").webhook_url != ""),
+    "share a submission": Post("alice", "/submissions/{submission}/",
+                               "/submissions/{submission}/share/", lambda w: {"share": "create"},
+                               lambda w: Submission.objects.get(pk=w["submission"]).share_token
+                               is not None),
     "htmx cancel": Post("alice", "/submissions/{submission}/",
                         "/api/submissions/{submission}/cancel/", lambda w: {},
                         lambda w: EvaluationJob.objects.get(pk=w["job"]).status == "cancelled",

@@ -87,7 +87,7 @@ def test_a_submission_whose_every_shape_failed_is_failed_not_scored(dev_release:
     assert detail["status"] == "scored"  # the jobs' status, kept for compatibility
     assert detail["outcome"] == {"status": "failed", "summary": "failed: 0 of 2 shapes correct",
                                  "shapes": 2, "evaluated": 2, "correct": 0, "native": 0,
-                                 "interpreter": False}
+                                 "interpreter": False, "check": False}
     html = page(submission)
     assert 'class="badge failed" id="submission-status">failed<' in html
     assert "0 of 2 shapes correct" in html and "badge scored" not in html.split("<h2>")[0]

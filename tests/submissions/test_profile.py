@@ -1,0 +1,246 @@
+"""Profile feedback on a team's own submission: per shape the kernels that ran with their
+device times and shares, the DSL ratio, the attainment with and without the launch floor and
+the achieved fraction of peak, on the submission page and as JSON; nothing hidden."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+from typing import Any
+
+import jsonschema
+import pytest
+from django.test import Client
+
+from evaluation.catalog import release_import
+from evaluation.models import HardwareProfile
+from leaderboard.services import rescore_submission, weight_set_from_release
+from portal.accounts.models import Team
+from submissions.models import EvaluationJob, Submission
+from submissions.profile import kernels_of
+from submissions.results import record_event
+from submissions.services import submission_create
+from tests.conftest import FIXTURE_RELEASE, REPO, SAMPLE_CANDIDATES
+from tests.factories import TeamFactory, member_of
+
+pytestmark = pytest.mark.django_db
+
+RMS_SHAPE = "llama8b-prefill-t4096-h4096"  # memory-bound on the H200: SOL 13.98 µs
+GEMM_SHAPE = "llama8b-prefill-o-m4096-n4096-k4096"  # compute-bound on the H200: SOL 138.97 µs
+RMS_SOL_S, GEMM_SOL_S = 13.98272e-6, 138.96759703943377e-6
+# What `python -m evaluation evaluate` wrote on one H200 (2026-12-01, torch 2.11, triton 3.6)
+# for the fixture's sample candidates: the adoption stage's `kernels` as a GPU records them.
+H200_RESULTS = REPO / "tests" / "submissions" / "data" / "h200"
+SCHEMA = REPO / "evaluation" / "harness" / "result_schema.json"
+H200_HBM, H200_FP16 = 4.8e12, 989e12
+
+
+def gpu_shape(shape_id: str, *, median_s: float | None, kernels: list[tuple[str, str, int, float]],
+              passed: bool = True, verdict: str = "native", legacy: bool = False,
+              kernels_per_forward: float = 2.0) -> dict[str, Any]:
+    """A shape as a GPU worker reports it: the adoption stage's kernels (name, category,
+    launches, device µs) and the timing stage's median. `legacy`: as the harness reported
+    before it listed the candidate's own kernels one by one."""
+    by_category: dict[str, float] = {}
+    for _, category, _, us in kernels:
+        by_category[category] = by_category.get(category, 0.0) + us * 1e-6
+    listed = [{"name": n, "category": c, "count": k, "device_time_us": us}
+              for n, c, k, us in kernels]
+    adoption: dict[str, Any] = {
+        "verdict": verdict, "method": "device-time", "time_by_category": by_category,
+        "dsl_ratio": by_category.get("dsl", 0.0) / (sum(by_category.values()) or 1.0),
+        "foreign_kernels": [k for k in listed if k["category"] != "dsl"],
+        "aten_compute_ops": {}, "dsl_kernels": sorted(n for n, c, _, _ in kernels if c == "dsl")}
+    if not legacy:
+        adoption["kernels"] = listed
+    return {"shape_id": shape_id, "status": "passed" if passed else "failed",
+            "stage_reached": "performance" if passed else "correctness",
+            "failed_stage": None if passed else "correctness",
+            "error": None if passed else "correctness: max abs error 0.5 > atol",
+            "max_abs_error": 0.0, "max_rel_error": 0.0, "adoption": adoption,
+            "timing": {"measured": median_s is not None, "median_s": median_s,
+                       "p10_s": median_s and median_s * 0.95, "p90_s": median_s and median_s * 1.1,
+                       "n": 40, "method": "graph", "kernels_per_forward": kernels_per_forward}}
+
+
+def gpu_submission(team: Team, sources: dict[str, str], results: dict[str, list[dict[str, Any]]],
+                   *, mode: str = "ranked", job_mode: str = "gpu") -> Submission:
+    """An upload, evaluated as a GPU worker would report it: per operator its shapes."""
+    release = release_import(path=FIXTURE_RELEASE).release
+    weight_set_from_release(release)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, source in sources.items():
+            archive.writestr(f"{name}.py", source)
+    submission = submission_create(team=team, user=None, release=release,
+                                   hardware=HardwareProfile.objects.get(name="H200"),
+                                   filename="kernels.zip", data=buffer.getvalue(), mode=mode)
+    EvaluationJob.objects.filter(candidate__submission=submission).update(attempts=1)
+    for job in EvaluationJob.objects.filter(candidate__submission=submission).select_related(
+            "candidate__operator"):
+        ids = {"job_id": job.pk, "attempt": 1, "worker": "gpu-1", "run": f"r{job.pk}"}
+        record_event("started", {**ids, "mode": job_mode})
+        record_event("result", {**ids, "result": {
+            "mode": job_mode, "evaluator_version": "0.1.0",
+            "shapes": results.get(job.candidate.operator.name, [])}})
+    rescore_submission(submission)
+    submission.refresh_from_db()
+    return submission
+
+
+def native(name: str) -> str:
+    return (SAMPLE_CANDIDATES / name / "triton_native.py").read_text()
+
+
+@pytest.fixture
+def profiled() -> dict[str, Any]:
+    team = TeamFactory(name="Teal")
+    submission = gpu_submission(team, {"rms_norm": native("rms_norm"),
+                                       "gemm_fp16": native("gemm_fp16")}, {
+        "rms_norm": [
+            gpu_shape(RMS_SHAPE, median_s=20e-6, kernels=[
+                ("_rms_norm_kernel", "dsl", 1, 15.0), ("Memset (Device)", "torch", 1, 5.0)],
+                verdict="mixed"),
+            gpu_shape("llama8b-decode-t1-h4096", median_s=None, passed=False, kernels=[
+                ("_rms_norm_kernel", "dsl", 1, 2.0)])],
+        "gemm_fp16": [gpu_shape(GEMM_SHAPE, median_s=200e-6, kernels=[
+            ("_matmul_kernel", "dsl", 1, 180.0), ("_cast_kernel", "dsl", 2, 20.0)])],
+    })
+    return {"submission": submission, "team": team, "client": signed_in(member_of(team, "tia"))}
+
+
+def signed_in(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def shapes(profile: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {s["shape_id"]: s for op in profile["operators"] for s in op["shapes"]}
+
+
+def test_each_shape_lists_the_kernels_that_ran_with_their_device_times_and_shares(
+        profiled: dict[str, Any]) -> None:
+    profile = profiled["client"].get(
+        f"/api/submissions/{profiled['submission'].pk}/profile/").json()
+    rms = shapes(profile)[RMS_SHAPE]
+    assert [(k["name"], k["category"], k["launches"]) for k in rms["kernels"]] == [
+        ("_rms_norm_kernel", "dsl", 1), ("Memset (Device)", "torch", 1)]
+    assert rms["kernels"][0]["device_time_s"] == pytest.approx(15e-6)
+    assert [k["share"] for k in rms["kernels"]] == pytest.approx([0.75, 0.25])
+    assert rms["kernel_time_s"] == pytest.approx(20e-6)
+    assert rms["dsl_ratio"] == pytest.approx(0.75) and rms["verdict"] == "mixed"
+    assert rms["kernels_per_forward"] == 2.0 and rms["launch_method"] == "graph"
+    gemm = shapes(profile)[GEMM_SHAPE]
+    assert [k["launches"] for k in gemm["kernels"]] == [1, 2]
+    assert [k["share"] for k in gemm["kernels"]] == pytest.approx([0.9, 0.1])
+
+
+def test_the_achieved_fraction_of_peak_is_the_attainment_times_the_bounding_peak(
+        profiled: dict[str, Any]) -> None:
+    profile = profiled["client"].get(
+        f"/api/submissions/{profiled['submission'].pk}/profile/").json()
+    rms, gemm = shapes(profile)[RMS_SHAPE], shapes(profile)[GEMM_SHAPE]
+    assert rms["bound"] == "memory" and rms["attainment"] == pytest.approx(RMS_SOL_S / 20e-6)
+    assert rms["bandwidth_fraction"] == pytest.approx(rms["attainment"])
+    assert rms["bandwidth_bytes_per_s"] == pytest.approx(RMS_SOL_S / 20e-6 * H200_HBM)
+    assert rms["flop_rate_fraction"] is None  # it would need the hidden W
+    assert rms["attainment_with_floor"] == pytest.approx((RMS_SOL_S + 2e-6) / 20e-6)
+    assert gemm["bound"] == "compute" and gemm["peak_path"] == "fp16_tc"
+    assert gemm["flop_rate_per_s"] == pytest.approx(GEMM_SOL_S / 200e-6 * H200_FP16)
+    assert gemm["bandwidth_fraction"] is None
+    failed = shapes(profile)["llama8b-decode-t1-h4096"]
+    assert failed["status"] == "failed" and failed["bandwidth_fraction"] is None
+    assert profile["hardware"] == {"name": "H200", "hbm_bytes_per_s": H200_HBM,
+                                   "peak_flops": pytest.approx(profile["hardware"]["peak_flops"]),
+                                   "launch_floor_s": 2e-6}
+
+
+def test_the_profile_reveals_nothing_of_the_hidden_roofline(profiled: dict[str, Any]) -> None:
+    body = profiled["client"].get(
+        f"/api/submissions/{profiled['submission'].pk}/profile/").content.decode()
+    for hidden in ("sol_s", "semantic", "w_flops", "q_read", "q_write", "roofline",
+                   "provenance", "intensity", "compute_s", "memory_s"):
+        assert hidden not in body.lower()
+    assert "1.398272e-05" not in body and "0.000138967" not in body  # the SOLs themselves
+    # The only number derived from the roofline is the attainment the team already reads
+    # in its submission's API: every achieved rate divides back to it.
+    for shape in shapes(json.loads(body)).values():
+        if shape["bandwidth_fraction"] is not None:
+            assert shape["bandwidth_fraction"] == shape["attainment"]
+
+
+def test_an_h200_evaluations_kernels_reach_the_profile() -> None:
+    """Real results: a torch fallback's eight at::native kernels and an honest Triton GEMM."""
+    results = {path.stem: json.loads(path.read_text())
+               for path in sorted(H200_RESULTS.glob("*.json"))}
+    for result in results.values():
+        jsonschema.validate(result, json.loads(SCHEMA.read_text()))
+    team = TeamFactory(name="Real")
+    fallback = gpu_submission(team, {"rms_norm": native("rms_norm")}, {
+        "rms_norm": results["rms_norm-torch_fallback"]["shapes"]})
+    gemm = gpu_submission(team, {"gemm_fp16": native("gemm_fp16")}, {
+        "gemm_fp16": results["gemm_fp16-triton_native"]["shapes"]})
+    client = signed_in(member_of(team, "rae"))
+    torch_shape = shapes(client.get(f"/api/submissions/{fallback.pk}/profile/").json())[RMS_SHAPE]
+    assert torch_shape["verdict"] == "fallback-torch" and torch_shape["kernels_per_forward"] == 8
+    assert len(torch_shape["kernels"]) == 8
+    assert {k["category"] for k in torch_shape["kernels"]} == {"torch"}
+    assert sum(k["share"] for k in torch_shape["kernels"]) == pytest.approx(1.0)
+    assert torch_shape["kernels"][0]["name"].startswith("void at::native::elementwise_kernel")
+    assert torch_shape["bound"] == "memory"
+    assert torch_shape["bandwidth_fraction"] == pytest.approx(RMS_SOL_S / torch_shape["median_s"])
+    gemm_shape = shapes(client.get(f"/api/submissions/{gemm.pk}/profile/").json())[GEMM_SHAPE]
+    assert [(k["name"], k["category"], k["share"]) for k in gemm_shape["kernels"]] == [
+        ("_gemm_kernel", "dsl", 1.0)]
+    assert gemm_shape["bound"] == "compute" and gemm_shape["peak_path"] == "fp16_tc"
+    assert gemm_shape["flop_rate_fraction"] == pytest.approx(0.71, abs=0.01)
+
+
+def test_results_from_before_the_kernel_list_show_the_dsl_kernels_as_one_row() -> None:
+    legacy = gpu_shape(RMS_SHAPE, median_s=20e-6, legacy=True, kernels=[
+        ("_a", "dsl", 1, 9.0), ("_b", "dsl", 1, 3.0), ("nvjet_x", "vendor", 2, 8.0)])
+    kernels, total = kernels_of(legacy["adoption"])
+    assert total == pytest.approx(20e-6)
+    assert [(k["name"], k["category"], k["launches"]) for k in kernels] == [
+        ("_a, _b", "dsl", None), ("nvjet_x", "vendor", 2)]
+    assert [k["share"] for k in kernels] == pytest.approx([0.6, 0.4])
+
+
+def test_an_interpreter_run_names_its_kernels_without_times() -> None:
+    kernels, total = kernels_of({"method": "launch-count", "time_by_category": {"dsl": 2.0},
+                                 "dsl_kernels": ["_k"], "foreign_kernels": [
+                                     {"name": "aten::mm", "category": "torch", "count": 1}]})
+    assert total is None
+    assert [(k["name"], k["device_time_s"], k["share"]) for k in kernels] == [
+        ("aten::mm", None, None), ("_k", None, None)]
+
+
+def test_the_submission_page_opens_a_profile_per_shape(profiled: dict[str, Any]) -> None:
+    submission = profiled["submission"]
+    html = profiled["client"].get(f"/submissions/{submission.pk}/").content.decode()
+    sections = re.findall(r'<details class="profile" data-shape="([^"]+)"', html)
+    assert sorted(sections) == sorted([RMS_SHAPE, "llama8b-decode-t1-h4096", GEMM_SHAPE])
+    rms = html.split(f'data-shape="{RMS_SHAPE}"')[1].split("</details>")[0]
+    assert "<code>_rms_norm_kernel</code>" in rms and "75.0%" in rms and "15.00 µs" in rms
+    assert f"{RMS_SOL_S / 20e-6 * 4.8:.2f} TB/s of 4.80 TB/s" in rms
+    gemm = html.split(f'data-shape="{GEMM_SHAPE}"')[1].split("</details>")[0]
+    assert "at the fp16_tc peak" in gemm
+    assert f'href="/api/submissions/{submission.pk}/profile/"' in html
+
+
+def test_no_profile_section_while_the_evaluation_runs() -> None:
+    team = TeamFactory(name="Slow")
+    release = release_import(path=FIXTURE_RELEASE).release
+    submission = submission_create(team=team, user=None, release=release,
+                                   hardware=HardwareProfile.objects.get(name="H200"),
+                                   filename="rms_norm.py", data=native("rms_norm").encode())
+    html = signed_in(member_of(team, "sam")).get(f"/submissions/{submission.pk}/").content.decode()
+    assert 'class="profile"' not in html and 'id="profile"' not in html
+
+
+def test_another_teams_profile_is_not_found(profiled: dict[str, Any]) -> None:
+    other = signed_in(member_of(TeamFactory(name="Other"), "otto"))
+    assert other.get(f"/api/submissions/{profiled['submission'].pk}/profile/").status_code == 404
