@@ -420,7 +420,7 @@ class _SeedSource:
 def _checked_timing(timing: object) -> dict[str, Any]:
     """The child's timing report is untrusted: numbers must be numbers before they are used."""
     numeric = ("median_s", "p10_s", "p90_s", "mean_s", "rse", "event_median_s",
-               "kernels_per_forward", "seconds_spent")
+               "span_median_s", "kernels_per_forward", "seconds_spent")
     if not isinstance(timing, dict) or not isinstance(timing.get("measured"), bool) or any(
             not isinstance(timing.get(k), int | float | None) or isinstance(timing.get(k), bool)
             for k in numeric):

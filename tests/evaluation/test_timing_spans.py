@@ -23,20 +23,32 @@ def test_each_span_runs_from_first_kernel_start_to_last_kernel_end() -> None:
         (END, 480, 481),
         ("check_copy", 490, 500),  # a spot check's copy of the outputs: not counted either
     ]
-    spans, counts = forward_spans(records, MARK, END)
+    spans, busy, counts = forward_spans(records, MARK, END)
     assert spans == pytest.approx([100e-9, 50e-9])
+    assert busy == pytest.approx([90e-9, 50e-9])  # the 10 ns gap between a and b is not busy
     assert counts == [2, 1]
 
 
+def test_busy_time_counts_overlapping_kernels_once_and_gaps_not_at_all() -> None:
+    records = [(MARK, 0, 1),
+               ("main", 10, 50), ("side_stream", 20, 70),  # overlap: 10..70 busy
+               ("late", 100, 130),  # a host gap 70..100 (an eager launch), then 30 ns
+               ("inside", 105, 110),  # wholly inside `late`
+               (END, 140, 141)]
+    spans, busy, _ = forward_spans(records, MARK, END)
+    assert spans == pytest.approx([120e-9])
+    assert busy == pytest.approx([90e-9])
+
+
 def test_records_outside_a_sample_are_ignored() -> None:
-    spans, _ = forward_spans([("warmup", 0, 10), (MARK, 20, 30), ("a", 40, 45), (END, 46, 47),
-                              ("refill", 50, 90)], MARK, END)
+    spans, _, _ = forward_spans([("warmup", 0, 10), (MARK, 20, 30), ("a", 40, 45), (END, 46, 47),
+                                 ("refill", 50, 90)], MARK, END)
     assert spans == pytest.approx([5e-9])
 
 
 def test_a_sample_with_no_kernel_yields_no_span() -> None:
-    spans, _ = forward_spans([(MARK, 0, 1), (END, 1, 2), (MARK, 2, 3), ("a", 4, 6), (END, 7, 8)],
-                             MARK, END)
+    spans, _, _ = forward_spans([(MARK, 0, 1), (END, 1, 2), (MARK, 2, 3), ("a", 4, 6),
+                                 (END, 7, 8)], MARK, END)
     assert spans == pytest.approx([2e-9])
 
 
