@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import models
 
 from evaluation.harness.release import HardwareProfile as HardwareSpec
+from evaluation.harness.release import ShapeRoofline, stored_shape_roofline
 from evaluation.protocol import eval_queue
 
 
@@ -125,6 +126,10 @@ class OperatorHidden(models.Model):
     roofline = models.JSONField(null=True, blank=True)
     atol = models.FloatField()
     rtol = models.FloatField()
+
+    def shape_roofline(self, shape_id: str) -> ShapeRoofline | None:
+        """The shape's W, Q and SOL convention (None without a roofline entry)."""
+        return stored_shape_roofline(self.roofline, shape_id)
 
 
 class Shape(models.Model):

@@ -14,7 +14,6 @@ from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
-from evaluation.harness.release import ShapeRoofline
 from evaluation.harness.roofline import roofline_point
 from evaluation.models import HardwareProfile, Operator, Release
 from leaderboard.models import BoardFreeze, SubmissionScore, WeightSet
@@ -233,14 +232,14 @@ def _production_outcomes(release: Release,
         hidden = getattr(op, "hidden", None)
         if hidden is None:
             continue
-        metadata, roofline = hidden.metadata or {}, (hidden.roofline or {}).get("shapes") or {}
+        metadata = hidden.metadata or {}
         for shape_id, meta in (metadata.get("shapes") or {}).items():
             timings = (meta or {}).get("production_performance") or {}
             timing = next((t for sku, t in timings.items() if _sku(sku) == wanted), None)
-            entry = roofline.get(shape_id)
-            if not timing or not entry or not timing.get("performance_us"):
+            shape = hidden.shape_roofline(shape_id)
+            if not timing or shape is None or not timing.get("performance_us"):
                 continue
-            point = roofline_point(ShapeRoofline.from_json(entry, hidden.roofline), profile)
+            point = roofline_point(shape, profile)
             if timing.get("framework"):
                 frameworks.add(str(timing["framework"]))
             outcomes.append(ShapeOutcome(

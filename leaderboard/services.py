@@ -309,28 +309,24 @@ def _operator_metadata(operator: Operator) -> dict[str, Any]:
     return (hidden.metadata if hidden is not None else None) or {}
 
 
-def _roofline_entry(operator: Operator, shape_id: str) -> dict[str, Any] | None:
+def _shape_roofline(operator: Operator, shape_id: str) -> ShapeRoofline | None:
     hidden = getattr(operator, "hidden", None)
-    entry = (((hidden.roofline if hidden else None) or {}).get("shapes") or {}).get(shape_id)
-    return entry or None
+    return hidden.shape_roofline(shape_id) if hidden is not None else None
 
 
 def arithmetic_intensity(operator: Operator, shape_id: str) -> float | None:
     """W / Q of a shape in FLOP per byte (for the roofline chart)."""
-    entry = _roofline_entry(operator, shape_id)
-    if entry is None:
+    shape = _shape_roofline(operator, shape_id)
+    if shape is None:
         return None
-    q = entry["semantic_Q_read_bytes"] + entry["semantic_Q_write_bytes"]
-    return sum(entry["semantic_W_flops"].values()) / q if q else None
+    q = shape.q_read_bytes + shape.q_write_bytes
+    return sum(shape.w_flops.values()) / q if q else None
 
 
 def shape_regime(operator: Operator, shape_id: str, hardware: HardwareProfile) -> str | None:
     """The shape's regime on `hardware`, by the harness's one definition."""
-    entry = _roofline_entry(operator, shape_id)
-    if entry is None:
-        return None
-    shape = ShapeRoofline.from_json(entry, operator.hidden.roofline)
-    return roofline_point(shape, hardware.as_spec()).regime
+    shape = _shape_roofline(operator, shape_id)
+    return roofline_point(shape, hardware.as_spec()).regime if shape is not None else None
 
 
 def _score_row(weight_set: WeightSet, submission_id: int, summary: SubmissionSummary,

@@ -69,9 +69,7 @@ def submission_profile(submission: Submission) -> dict[str, Any]:
 
 def _roofline(job: EvaluationJob, shape_id: str) -> ShapeRoofline | None:
     hidden = getattr(job.candidate.operator, "hidden", None)
-    document = (hidden.roofline if hidden is not None else None) or {}
-    entry = (document.get("shapes") or {}).get(shape_id)
-    return ShapeRoofline.from_json(entry, document) if entry else None
+    return hidden.shape_roofline(shape_id) if hidden is not None else None
 
 
 def shape_profile(row: dict[str, Any], roofline: ShapeRoofline | None,

@@ -13,7 +13,6 @@ from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
-from evaluation.harness.release import ShapeRoofline
 from evaluation.harness.roofline import roofline_point
 from evaluation.models import HardwareProfile, Shape
 from evaluation.protocol import RESULTS_QUEUE, publish_stop, stop_message
@@ -137,13 +136,11 @@ def _store_shape(job: EvaluationJob, raw: dict[str, Any]) -> None:
 
 def _roofline(job: EvaluationJob, shape_id: str, raw: dict[str, Any],
               timing: dict[str, Any]) -> dict[str, Any]:
-    hidden = job.candidate.operator.hidden
-    entry = ((hidden.roofline or {}).get("shapes") or {}).get(shape_id)
+    shape = job.candidate.operator.hidden.shape_roofline(shape_id)
     # The profile's current figures, read under a lock: an admin's update of the profile
     # (leaderboard/hardware.py) rescales every stored result, and waits for this one.
     hardware = (HardwareProfile.objects.select_for_update(no_key=True)
                 .get(pk=job.candidate.submission.hardware_id))
-    sol_s = roofline_point(ShapeRoofline.from_json(entry, hidden.roofline),
-                           hardware.as_spec()).sol_s if entry else None
+    sol_s = roofline_point(shape, hardware.as_spec()).sol_s if shape is not None else None
     return shape_scores(sol_s, str(raw.get("status")), timing.get("median_s"),
                         timing.get("measured", False), hardware.launch_floor_s)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluation.harness.release import HardwareProfile as HardwareSpec
-from evaluation.harness.release import ShapeRoofline
+from evaluation.harness.release import stored_shape_roofline
 from evaluation.harness.results import PASSED
 from evaluation.harness.roofline import attainment, roofline_point
 from evaluation.models import HardwareProfile, OperatorHidden, Shape
@@ -81,10 +81,9 @@ def _sol_by_shape(shape_pks: set[int], spec: HardwareSpec) -> dict[int, float]:
                      .values_list("operator_id", "roofline"))
     sol = {}
     for pk, shape_id, operator_id in shapes:
-        document = rooflines.get(operator_id) or {}
-        entry = (document.get("shapes") or {}).get(shape_id)
-        if entry:
-            sol[pk] = roofline_point(ShapeRoofline.from_json(entry, document), spec).sol_s
+        shape = stored_shape_roofline(rooflines.get(operator_id), shape_id)
+        if shape is not None:
+            sol[pk] = roofline_point(shape, spec).sol_s
     return sol
 
 

@@ -114,6 +114,14 @@ class ShapeRoofline:
         )
 
 
+def stored_shape_roofline(document: Mapping[str, Any] | None,
+                          shape_id: str) -> ShapeRoofline | None:
+    """One shape's roofline from a stored roofline.json document: the one place the hidden
+    file is read back (None when the document or the shape is missing)."""
+    entry = ((document or {}).get("shapes") or {}).get(shape_id)
+    return ShapeRoofline.from_json(entry, document) if entry else None
+
+
 def parse_compute_overlap(document: Mapping[str, Any], file: str) -> str:
     """A roofline.json's declared way of combining compute times (COMPUTE_OVERLAPS)."""
     value = document.get("compute_overlap", COMPUTE_OVERLAP_SUM)
