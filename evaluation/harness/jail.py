@@ -104,6 +104,10 @@ def mount_plan(*, readonly: Sequence[Path], masks: Sequence[Path], gpu: bool,
             ops.append(Op("symlink", top, str(path.readlink())))
         elif path.is_dir():
             ops.append(Op("bind_ro", top, top))
+    # The private /tmp and /dev/shm come before the exposed folders: a Python install that
+    # lives under /tmp (a checkout cloned there, its .venv) is bound on top of the empty
+    # tmpfs, not hidden by it (every child failed to start with exit code 127 that way).
+    ops += [Op("tmpfs", "/dev/shm", mode="1777"), Op("tmpfs", "/tmp", mode="1777")]
     exposed = _outermost([Path(p) for p in SYSTEM_DIRS] + list(readonly))
     ops += [Op("bind_ro", str(p), str(p)) for p in exposed if p.is_dir()]
     covered = _outermost(m for m in masks if m.is_dir() and any(_under(m, e) for e in exposed))
@@ -115,7 +119,6 @@ def mount_plan(*, readonly: Sequence[Path], masks: Sequence[Path], gpu: bool,
     ops += [Op("symlink", "/dev/fd", "/proc/self/fd")]
     ops += [Op("symlink", f"/dev/{name}", f"/proc/self/fd/{fd}")
             for fd, name in enumerate(("stdin", "stdout", "stderr"))]
-    ops += [Op("tmpfs", "/dev/shm", mode="1777"), Op("tmpfs", "/tmp", mode="1777")]
     if gpu:
         ops.append(Op("bind_ro", "/sys", "/sys"))  # the driver reads PCI topology there
     ops += [Op("empty_file", str(CODE / "evaluation" / "__init__.py")),

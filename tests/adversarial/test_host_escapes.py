@@ -250,3 +250,16 @@ def test_the_isolation_report_says_the_child_had_a_private_root() -> None:
 def test_every_host_case_has_its_candidate_file() -> None:
     assert all((CANDIDATES / f"{case}.py").is_file() for case in HOST_CASES)
 
+
+
+def test_a_python_install_under_tmp_is_bound_over_the_private_tmp(tmp_path: Path) -> None:
+    """A checkout cloned under /tmp keeps its .venv there: the child's empty /tmp must be
+    mounted first and the install bound on top of it, or the child cannot start (exit 127)."""
+    from evaluation.harness.jail import mount_plan
+
+    venv = tmp_path / "checkout" / ".venv"
+    venv.mkdir(parents=True)
+    plan = mount_plan(readonly=[venv], masks=[], gpu=False)
+    steps = [(op.kind, op.target) for op in plan]
+    assert steps.index(("tmpfs", "/tmp")) < steps.index(("bind_ro", str(venv)))
+    assert ("bind_ro", "/tmp") not in steps  # the host's /tmp itself stays out of reach
