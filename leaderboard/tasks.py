@@ -7,10 +7,9 @@ from celery import shared_task
 from django.db import transaction
 
 from leaderboard.services import rescore_submission
+from submissions.jobs import RESCORE_TASK
 from submissions.models import Submission
 from submissions.webhooks import submission_ended_notify
-
-RESCORE_TASK = "leaderboard.rescore_submission"
 
 
 @shared_task(name=RESCORE_TASK, acks_late=True)

@@ -2,8 +2,9 @@ from typing import Any
 
 from django.contrib import admin
 
+from .jobs import job_rerun
 from .models import Candidate, EvaluationJob, ShapeResult, Submission
-from .services import job_rerun, shape_result_review
+from .services import shape_result_review
 
 
 @admin.action(description="Re-run the evaluation (new attempt, no quota)")

@@ -16,6 +16,7 @@ from portal.accounts.auth import is_admin, request_team
 from portal.accounts.models import Team
 from portal.api_schema import errors
 from portal.ratelimit import exceeded, limit
+from submissions.jobs import job_cancel
 from submissions.models import EvaluationJob, Submission
 from submissions.profile import submission_profile
 from submissions.selectors import (
@@ -27,7 +28,6 @@ from submissions.selectors import (
 from submissions.services import (
     MAX_BIG_INTEGER,
     MAX_NOTES_CHARS,
-    job_cancel,
     quota_status,
     submission_create,
 )

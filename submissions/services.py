@@ -1,31 +1,23 @@
-"""Writing submissions: validate, check quota, store in one transaction, dispatch on commit."""
+"""Writing submissions: validate, check quota, store in one transaction, dispatch on commit
+(the jobs' life cycle from there on: submissions/jobs.py)."""
 
 from __future__ import annotations
 
 import hashlib
-import json
-import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from celery import current_app
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
 
 from evaluation.baselines import baseline_source
 from evaluation.models import HardwareProfile, Release
-from evaluation.protocol import (
-    EVALUATE_TASK,
-    job_spec,
-    publish_stop,
-    stop_message,
-)
 from evaluation.selectors import evaluated_shape_ids
 from portal.accounts.models import Team
 from portal.audit.models import audit
+from submissions.jobs import ACTIVE, dispatch_all, rescore_on_commit
 from submissions.models import (
     MODE_CHECK,
     MODE_RANKED,
@@ -34,10 +26,8 @@ from submissions.models import (
     ShapeResult,
     Submission,
 )
-from submissions.results import rescore_on_commit
 from submissions.upload import UploadLimits, UploadRejected, read_upload
 
-ACTIVE = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.RUNNING)
 # The largest value a PositiveBigIntegerField or BigAutoField holds: a larger number reaches
 # the database driver as an overflow (a 500), so it is refused before.
 MAX_BIG_INTEGER = 2**63 - 1
@@ -148,12 +138,7 @@ def submission_create(*, team: Team, user: object | None, release: Release,
             job = EvaluationJob.objects.create(candidate=candidate, shapes_total=len(shapes),
                                                shape_ids=shapes)
             job_ids.append(job.pk)
-
-        def dispatch_all() -> None:
-            for job_id in job_ids:
-                dispatch_job(job_id)
-
-        transaction.on_commit(dispatch_all)
+        transaction.on_commit(lambda: dispatch_all(job_ids))
     return submission
 
 
@@ -170,152 +155,6 @@ def _check_metadata(*, agent: str, model_name: str, output_tokens: int | None,
             raise UploadRejected(f"{name}: text may not contain NUL characters")
 
 
-
-
-def dispatch_job(job_id: int) -> None:
-    """Start a new attempt of a job: a spec with public data only, to eval.<hardware>."""
-    with transaction.atomic():
-        job = _locked_job(job_id)
-        if job is None or job.status not in ACTIVE:
-            return
-        send = _next_attempt(job)
-    send()
-
-
-def attempt_task_id(job_id: int, attempt: int) -> str:
-    """The Celery task id of one attempt: known without storing it, so it can be revoked."""
-    return f"job-{job_id}-attempt-{attempt}"
-
-
-def _locked_job(job_id: int, *, skip_locked: bool = False) -> EvaluationJob | None:
-    return (EvaluationJob.objects.select_for_update(of=("self",), skip_locked=skip_locked)
-            .select_related("candidate__operator__release", "candidate__operator__hidden",
-                            "candidate__submission__hardware").filter(pk=job_id).first())
-
-
-def _next_attempt(job: EvaluationJob) -> Callable[[], None]:
-    """Number the next attempt of a locked job; return what sends its spec (after commit).
-
-    Reports of earlier attempts are ignored from the moment this commits.
-    """
-    job.attempts += 1
-    job.status = EvaluationJob.Status.QUEUED
-    job.run = ""
-    job.mode = EvaluationJob.Mode.UNKNOWN  # the worker that takes this attempt reports it
-    job.save(update_fields=["attempts", "status", "run", "mode"])
-    candidate = job.candidate
-    operator = candidate.operator
-    release = operator.release
-    hardware = candidate.submission.hardware
-    spec = job_spec(
-        job_id=job.pk, attempt=job.attempts, operator=operator.name,
-        reference_py=operator.reference_py, input_py=operator.input_py,
-        shapes_json=_job_shapes_json(job), candidate_source=candidate.source,
-        atol=operator.hidden.atol, rtol=operator.hidden.rtol, dsl=release.dsl,
-        dsl_ratio_threshold=release.dsl_ratio_threshold, hardware=hardware.name,
-        seed=secrets.randbits(63), heartbeat_s=settings.ATREX_JOB_HEARTBEAT_SECONDS)
-    queue, task_id = hardware.queue, attempt_task_id(job.pk, job.attempts)
-    return lambda: current_app.send_task(EVALUATE_TASK, args=[spec], queue=queue,
-                                         task_id=task_id)
-
-
-def _stop_attempts(job_id: int, up_to_attempt: int) -> None:
-    """Tell GPU hosts to drop attempts 1..up_to_attempt: queued ones are revoked, running
-    ones stopped (their sandboxed child killed)."""
-    current_app.control.revoke([attempt_task_id(job_id, n) for n in range(1, up_to_attempt + 1)])
-    publish_stop(current_app, stop_message(job_id=job_id, up_to_attempt=up_to_attempt))
-
-
-@dataclass(frozen=True)
-class SweepReport:
-    requeued: list[int]
-    failed: list[int]
-
-
-def jobs_sweep(*, now: datetime | None = None) -> SweepReport:
-    """Run again every running job whose worker stopped reporting; fail it after the last
-    allowed attempt, with a reason the team reads on its submission.
-
-    Each job is locked and checked again under the lock, so a report that arrived in the
-    meantime wins; a job another sweep holds is skipped.
-    """
-    now = now or timezone.now()
-    stale_seconds = settings.ATREX_JOB_STALE_SECONDS
-    stale = (Q(status=EvaluationJob.Status.RUNNING)
-             & (Q(heartbeat_at__lt=now - timedelta(seconds=stale_seconds))
-                | Q(heartbeat_at__isnull=True)))
-    report = SweepReport(requeued=[], failed=[])
-    for job_id in EvaluationJob.objects.filter(stale).values_list("pk", flat=True):
-        with transaction.atomic():
-            job = _locked_job(job_id, skip_locked=True)
-            if job is None or not EvaluationJob.objects.filter(stale, pk=job_id).exists():
-                continue
-            before = {"status": job.status, "attempts": job.attempts, "worker": job.worker}
-            attempt = job.attempts
-            if attempt >= settings.ATREX_JOB_MAX_ATTEMPTS:
-                job.status = EvaluationJob.Status.FAILED
-                job.error = (f"The evaluation was abandoned after {attempt} attempts: the GPU "
-                             f"worker stopped reporting for {stale_seconds} s (last worker: "
-                             f"{job.worker or 'unknown'}). This is an infrastructure failure "
-                             "and does not count against your quota; submit again or ask an "
-                             "admin to re-run it.")
-                job.infrastructure_failure = True
-                job.finished_at = now
-                job.save(update_fields=["status", "error", "infrastructure_failure",
-                                        "finished_at"])
-                rescore_on_commit(job.candidate.submission_id)
-                report.failed.append(job.pk)
-            else:
-                transaction.on_commit(_next_attempt(job))
-                report.requeued.append(job.pk)
-            # After the new attempt is sent: a broker error here must not stop that.
-            transaction.on_commit(lambda pk=job.pk, n=attempt: _stop_attempts(pk, n),
-                                  robust=True)
-            audit(actor=None, action="job.sweep", target=f"job:{job.pk}", before=before,
-                  after={"status": job.status, "attempts": job.attempts})
-    return report
-
-
-def _job_shapes_json(job: EvaluationJob) -> str:
-    """shapes.json restricted to the shapes this job covers (fixed when it was created)."""
-    keep = set(job.shape_ids or evaluated_shape_ids(job.candidate.operator))
-    shapes = json.loads(job.candidate.operator.shapes_json)
-    return json.dumps({k: v for k, v in shapes.items() if k in keep})
-
-
-def job_cancel(*, job: EvaluationJob) -> bool:
-    """Cancel a queued or running job; its GPU host is told to stop and kill its child."""
-    with transaction.atomic():
-        locked = _locked_job(job.pk)
-        if locked is None or locked.status not in ACTIVE:
-            return False
-        locked.status = EvaluationJob.Status.CANCELLED
-        locked.finished_at = timezone.now()
-        locked.save(update_fields=["status", "finished_at"])
-        rescore_on_commit(locked.candidate.submission_id)
-        transaction.on_commit(lambda: _stop_attempts(locked.pk, locked.attempts), robust=True)
-    return True
-
-
-def job_rerun(*, job: EvaluationJob, actor: object) -> None:
-    """Evaluate again as a new attempt (admins; no quota). Results of older attempts stay."""
-    with transaction.atomic():
-        locked = _locked_job(job.pk)
-        if locked is None:
-            return
-        before = {"status": locked.status, "attempts": locked.attempts}
-        locked.error, locked.infrastructure_failure = "", False
-        locked.finished_at, locked.shapes_done = None, 0
-        locked.save(update_fields=["error", "infrastructure_failure", "finished_at",
-                                   "shapes_done"])
-        old_attempt = locked.attempts
-        send = _next_attempt(locked)
-        rescore_on_commit(locked.candidate.submission_id)  # off the boards until it ends
-        audit(actor=actor, action="job.rerun", target=f"job:{job.pk}", before=before,
-              after={"status": "queued"})
-        if old_attempt:
-            transaction.on_commit(lambda: _stop_attempts(locked.pk, old_attempt), robust=True)
-        transaction.on_commit(send)
 
 
 def shape_result_review(*, result: ShapeResult, accept: bool, actor: object) -> None:
@@ -367,13 +206,8 @@ def baseline_submissions_create(*, release: Release, hardware: HardwareProfile,
                     sha256=hashlib.sha256(source.encode()).hexdigest())
                 job_ids.append(EvaluationJob.objects.create(
                     candidate=candidate, shapes_total=len(shapes), shape_ids=shapes).pk)
-            transaction.on_commit(lambda ids=job_ids: _dispatch_all(ids))
+            transaction.on_commit(lambda ids=job_ids: dispatch_all(ids))
             created.append(submission)
         audit(actor=actor, action="baselines.create", target=f"release:{release}/{hardware}",
               before={}, after={"submissions": [s.pk for s in created]})
     return created
-
-
-def _dispatch_all(job_ids: list[int]) -> None:
-    for job_id in job_ids:
-        dispatch_job(job_id)

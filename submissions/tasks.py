@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from evaluation.protocol import RECORD_EVENT_TASK
-from submissions import results, services, webhooks
+from submissions import jobs, webhooks
 
 
 # A lost database connection (restart, failover, a killed backend) fails only the report in
@@ -18,13 +18,13 @@ from submissions import results, services, webhooks
              autoretry_for=(OperationalError, InterfaceError), retry_backoff=1,
              retry_backoff_max=30, max_retries=12)
 def record_event(kind: str, payload: dict[str, Any]) -> None:
-    results.record_event(kind, payload)
+    jobs.record_event(kind, payload)
 
 
 @shared_task(name="submissions.sweep_jobs")
 def sweep_jobs() -> dict[str, list[int]]:
     """Run by Celery beat (CELERY_BEAT_SCHEDULE) on the web side."""
-    report = services.jobs_sweep()
+    report = jobs.jobs_sweep()
     return {"requeued": report.requeued, "failed": report.failed}
 
 

@@ -19,8 +19,8 @@ from leaderboard.hardware import hardware_profile_update
 from leaderboard.models import SubmissionScore, WeightSet
 from leaderboard.services import rescore_submission, weight_set_from_release
 from portal.audit.models import AuditEntry
+from submissions.jobs import record_event
 from submissions.models import EvaluationJob, ShapeResult, Submission
-from submissions.results import record_event
 from submissions.services import shape_result_review, submission_create
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, UserFactory

@@ -31,7 +31,7 @@ def test_rejecting_a_suspicious_result_scores_it_zero(world: dict[str, Any],  # 
     result = ShapeResult.objects.filter(job__candidate__submission__team__name="Red").first()
     assert result is not None
     ShapeResult.objects.filter(pk=result.pk).update(suspicious=True, attainment=1.7)
-    with mock.patch("submissions.services.current_app.send_task") as send, \
+    with mock.patch("submissions.jobs.current_app.send_task") as send, \
             django_capture_on_commit_callbacks(execute=True):
         admin_client.post("/admin/submissions/shaperesult/",
                           {"action": "reject_results", "_selected_action": [result.pk]})
@@ -47,7 +47,7 @@ def test_accepting_keeps_the_measurement(world: dict[str, Any],  # noqa: F811
     result = ShapeResult.objects.first()
     assert result is not None
     ShapeResult.objects.filter(pk=result.pk).update(suspicious=True)
-    with mock.patch("submissions.services.current_app.send_task"):
+    with mock.patch("submissions.jobs.current_app.send_task"):
         admin_client.post("/admin/submissions/shaperesult/",
                           {"action": "accept_results", "_selected_action": [result.pk]})
     result.refresh_from_db()
@@ -60,7 +60,7 @@ def test_rerun_starts_a_new_attempt_without_quota(world: dict[str, Any],  # noqa
                                                   django_capture_on_commit_callbacks: Any) -> None:
     job = EvaluationJob.objects.first()
     assert job is not None and job.attempts == 1
-    with mock.patch("submissions.services.current_app.send_task") as send, \
+    with mock.patch("submissions.jobs.current_app.send_task") as send, \
             django_capture_on_commit_callbacks(execute=True):
         admin_client.post("/admin/submissions/evaluationjob/",
                           {"action": "rerun_jobs", "_selected_action": [job.pk]})
@@ -107,7 +107,7 @@ def test_the_quarantine_page_shows_the_evidence_and_records_decisions(
                       ).status_code == 302
     result.refresh_from_db()
     assert result.suspicious  # nothing decided by a non-admin
-    with mock.patch("submissions.services.current_app.send_task") as send, \
+    with mock.patch("submissions.jobs.current_app.send_task") as send, \
             django_capture_on_commit_callbacks(execute=True):
         admin_client.post("/staff/quarantine/", {"result": result.pk, "decision": "reject"})
     result.refresh_from_db()

@@ -62,7 +62,7 @@ def board(release: Release, version: int | None = None) -> list[tuple[str, float
 def test_activating_weights_reorders_the_board_without_running_anything(world: dict[str, Any]) -> None:
     release = world["release"]
     jobs_before = list(EvaluationJob.objects.values_list("pk", "status", "attempts"))
-    with mock.patch("submissions.services.dispatch_job") as dispatch:
+    with mock.patch("submissions.jobs.dispatch_job") as dispatch:
         assert weight_set_activate(weight_set=world["norm_only"], actor=None) == 2
         assert board(release) == [("Red", 0.8), ("Blue", 0.2)]
         weight_set_activate(weight_set=world["gemm_only"], actor=None)

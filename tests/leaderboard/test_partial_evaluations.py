@@ -17,8 +17,8 @@ from evaluation.catalog import release_import
 from evaluation.models import HardwareProfile, Release, Shape
 from evaluation.selectors import evaluated_shape_ids
 from leaderboard.services import rescore_submission, weight_set_activate, weight_set_create
+from submissions.jobs import job_cancel, jobs_sweep
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from submissions.services import job_cancel, jobs_sweep
 from tests.conftest import FIXTURE_RELEASE
 from tests.factories import TeamFactory
 
@@ -88,7 +88,7 @@ def test_a_cancelled_jobs_missing_shapes_score_zero_and_say_so(release: Release)
     red = submission(release)
     job(red, "rms_norm", status="scored", attainment=0.8)
     cancelled = job(red, "silu_and_mul", report=2, attainment=0.9)  # 2 of 5, then cancelled
-    with mock.patch("submissions.results.current_app"):
+    with mock.patch("submissions.jobs.current_app"):
         assert job_cancel(job=cancelled)
     rescore_submission(red)
     [row] = board(release)
@@ -107,8 +107,7 @@ def test_an_abandoned_job_rescores_its_submission_and_keeps_it_off_the_boards(
     job(red, "rms_norm", status="scored", attainment=0.8)
     stale = job(red, "silu_and_mul", report=2)
     rescore_submission(red)
-    with mock.patch("submissions.results.current_app") as celery, \
-            mock.patch("submissions.services.current_app"), \
+    with mock.patch("submissions.jobs.current_app") as celery, \
             django_capture_on_commit_callbacks(execute=True):
         report = jobs_sweep()
     assert report.failed == [stale.pk]
@@ -125,15 +124,13 @@ def test_an_abandoned_job_rescores_its_submission_and_keeps_it_off_the_boards(
 
 def test_every_way_a_job_ends_or_restarts_asks_for_a_rescore(
         release: Release, django_capture_on_commit_callbacks: Any) -> None:
-    from submissions.results import record_event
-    from submissions.services import job_rerun
+    from submissions.jobs import job_rerun, record_event
 
     red = submission(release)
     first = job(red, "rms_norm", status="running", report=0)
     second = job(red, "silu_and_mul", status="running", report=0)
     ids = {"attempt": 1, "worker": "w", "run": "r"}
-    with mock.patch("submissions.results.current_app") as celery, \
-            mock.patch("submissions.services.current_app"), \
+    with mock.patch("submissions.jobs.current_app") as celery, \
             django_capture_on_commit_callbacks(execute=True):
         record_event("failed", {**ids, "job_id": first.pk, "reason": "x", "infrastructure": True})
         assert job_cancel(job=second)

@@ -68,8 +68,8 @@ def fuzz_world(transactional_db: None, settings: Any) -> Iterator[dict[str, Any]
     _, token = token_create(team=team, name="fuzz", created_by=alice)
     # Accepted uploads are stored and cancels recorded, but nothing reaches a broker (no
     # broker files, no queue traffic): jobs are not sent, stop messages not published.
-    with mock.patch("submissions.services.current_app"), \
-            mock.patch("submissions.services.publish_stop"):
+    with mock.patch("submissions.jobs.current_app"), \
+            mock.patch("submissions.jobs.publish_stop"):
         yield {"release": release.pk, "submission": submission.pk, "token": token}
 
 

@@ -126,7 +126,7 @@ def client_for(role: str, world: dict[str, Any]) -> Client:
 def test_every_endpoint_answers_each_role_as_the_matrix_says(role: str,
                                                              world: dict[str, Any]) -> None:
     wrong = []
-    with mock.patch("submissions.services.current_app.send_task"):
+    with mock.patch("submissions.jobs.current_app.send_task"):
         for name, method, path, expected in MATRIX:
             url = path.format(release=world["release"], submission=world["submission"],
                               share=world["share"])

@@ -51,8 +51,8 @@ def world() -> Iterator[dict[str, Any]]:
                                             attainment=1.7, suspicious=True, raw={})
     token, _ = token_create(team=red, name="laptop", created_by=alice)
     # Uploads, rescoring and cancels reach no broker.
-    with mock.patch("submissions.services.current_app"), \
-            mock.patch("submissions.services.publish_stop"):
+    with mock.patch("submissions.jobs.current_app"), \
+            mock.patch("submissions.jobs.publish_stop"):
         yield {"release": release.pk, "submission": submission.pk, "job": job.pk,
                "result": suspicious.pk, "token": token.pk, "alice": alice,
                "staff": UserFactory(username="staff", is_staff=True, is_superuser=True)}

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 def test_the_command_queues_both_baselines_for_every_operator(
         django_capture_on_commit_callbacks: object, capsys: pytest.CaptureFixture[str]) -> None:
     release = release_import(path=FIXTURE_RELEASE).release
-    with mock.patch("submissions.services.dispatch_job") as dispatch, \
+    with mock.patch("submissions.jobs.dispatch_job") as dispatch, \
             django_capture_on_commit_callbacks(execute=True):  # type: ignore[operator]
         call_command("evaluate_baselines", "atrex-fixture", "--hardware", "H200")
     baselines = Submission.objects.filter(release=release).exclude(baseline="")

@@ -27,7 +27,7 @@ NATIVE = (SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes()
 
 @pytest.fixture(autouse=True)
 def _no_broker() -> Any:
-    with mock.patch("submissions.services.current_app.send_task"):
+    with mock.patch("submissions.jobs.current_app.send_task"):
         yield
 
 

@@ -12,8 +12,8 @@ from django.db import connection
 
 from evaluation.catalog import release_import
 from evaluation.models import HardwareProfile
+from submissions.jobs import RESCORE_TASK, record_event
 from submissions.models import EvaluationJob, ShapeResult
-from submissions.results import RESCORE_TASK, record_event
 from submissions.services import submission_create
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory
@@ -30,8 +30,8 @@ def marked(shape_id: str, run: int) -> dict[str, Any]:
 @pytest.mark.django_db
 def test_a_redelivered_run_takes_over_and_starts_the_attempt_afresh(
         job: EvaluationJob, django_capture_on_commit_callbacks: Callable[..., Any]) -> None:
-    with mock.patch("submissions.results.publish_stop") as stop, \
-            mock.patch("submissions.results.current_app"), \
+    with mock.patch("submissions.jobs.publish_stop") as stop, \
+            mock.patch("submissions.jobs.current_app"), \
             django_capture_on_commit_callbacks(execute=True):
         record_event("started", event(job, run="dead"))
         record_event("progress", event(job, run="dead", shape=marked(SHAPES[0], 1)))
@@ -56,7 +56,7 @@ def test_a_redelivered_run_takes_over_and_starts_the_attempt_afresh(
 @pytest.mark.django_db(transaction=True)
 def test_parallel_workers_reporting_on_one_job_never_both_hold_it() -> None:
     release = release_import(path=FIXTURE_RELEASE).release
-    with mock.patch("submissions.services.dispatch_job"):
+    with mock.patch("submissions.jobs.dispatch_job"):
         submission = submission_create(
             team=TeamFactory(), user=None, release=release,
             hardware=HardwareProfile.objects.get(name="H200"), filename="rms_norm.py",
@@ -82,8 +82,8 @@ def test_parallel_workers_reporting_on_one_job_never_both_hold_it() -> None:
         finally:
             connection.close()
 
-    with mock.patch("submissions.results.publish_stop"), \
-            mock.patch("submissions.results.current_app") as app:
+    with mock.patch("submissions.jobs.publish_stop"), \
+            mock.patch("submissions.jobs.current_app") as app:
         threads = [threading.Thread(target=worker, args=(n,)) for n in range(workers)]
         for thread in threads:
             thread.start()

@@ -12,9 +12,9 @@ from django.test import Client
 from evaluation.models import Release
 from leaderboard.models import SubmissionScore
 from leaderboard.services import rescore_submission
+from submissions.jobs import job_cancel, job_rerun, record_event
 from submissions.models import EvaluationJob, ShapeResult, Submission
-from submissions.results import record_event
-from submissions.services import job_cancel, job_rerun, quota_status
+from submissions.services import quota_status
 from tests.factories import TeamFactory, UserFactory, member_of
 from tests.submissions.test_outcome import DEV_SHAPES, finish, shape, submit
 

@@ -14,10 +14,10 @@ from django.test import Client
 
 from evaluation.models import HardwareProfile, Release
 from leaderboard.services import rescore_submission
+from submissions.jobs import job_cancel, record_event
 from submissions.models import EvaluationJob, ShapeResult, Submission
-from submissions.results import record_event
 from submissions.selectors import JobTally, submission_outcome
-from submissions.services import job_cancel, submission_create
+from submissions.services import submission_create
 from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
 

@@ -18,9 +18,9 @@ from evaluation.catalog import release_import
 from evaluation.models import HardwareProfile
 from leaderboard.services import rescore_submission, weight_set_from_release
 from portal.accounts.models import Team
+from submissions.jobs import record_event
 from submissions.models import EvaluationJob, Submission
 from submissions.profile import kernels_of
-from submissions.results import record_event
 from submissions.services import submission_create
 from tests.conftest import FIXTURE_RELEASE, REPO, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of

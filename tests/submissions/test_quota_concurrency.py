@@ -40,7 +40,7 @@ def parallel_uploads(daily: int, concurrent: int) -> tuple[list[int], int]:
         finally:
             connection.close()
 
-    with mock.patch("submissions.services.dispatch_job"):
+    with mock.patch("submissions.jobs.dispatch_job"):
         threads = [threading.Thread(target=one) for _ in range(REQUESTS)]
         for thread in threads:
             thread.start()

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from submissions.jobs import record_event
 from submissions.models import EvaluationJob, ShapeResult
-from submissions.results import record_event
 from tests.factories import member_of
 
 pytestmark = pytest.mark.django_db

@@ -128,7 +128,7 @@ def test_eight_concurrent_uploads_never_overrun_the_quota() -> None:
         finally:
             connection.close()
 
-    with mock.patch("submissions.services.dispatch_job"):
+    with mock.patch("submissions.jobs.dispatch_job"):
         threads = [threading.Thread(target=one) for _ in range(8)]
         for thread in threads:
             thread.start()

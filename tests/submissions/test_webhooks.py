@@ -23,8 +23,8 @@ from django.test import Client
 from evaluation.protocol import RESULTS_QUEUE
 from leaderboard.tasks import rescore_submission_task
 from portal.accounts.models import Team
+from submissions.jobs import job_rerun
 from submissions.models import EvaluationJob, Submission
-from submissions.services import job_rerun
 from submissions.tasks import deliver_webhook
 from submissions.webhooks import (
     DELIVER_TASK,
@@ -206,7 +206,7 @@ def test_a_rerun_that_ends_again_calls_again(
     submission = evaluated(hooked_team(receiver.url))
     assert len(ended(submission, django_capture_on_commit_callbacks)) == 1
     job = EvaluationJob.objects.get(candidate__submission=submission)
-    with mock.patch("submissions.services.current_app"):
+    with mock.patch("submissions.jobs.current_app"):
         job_rerun(job=job, actor=UserFactory(username="root", is_staff=True))
     assert ended(submission, django_capture_on_commit_callbacks) == []  # running again
     EvaluationJob.objects.filter(pk=job.pk).update(status="scored")

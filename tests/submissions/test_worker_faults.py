@@ -26,8 +26,9 @@ from django.test import Client, override_settings
 from evaluation.catalog import release_import
 from evaluation.models import HardwareProfile, Release
 from portal.audit.models import AuditEntry
+from submissions.jobs import attempt_task_id
 from submissions.models import EvaluationJob, ShapeResult
-from submissions.services import attempt_task_id, submission_create
+from submissions.services import submission_create
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
 from tests.worker import broker, celery_worker, descendants

@@ -1,0 +1,276 @@
+"""The EvaluationJob life cycle: every change of a job's status happens here.
+
+    queued --(a worker's "started")--> running --("result")--> scored
+                                               --("failed")--> failed
+    queued or running --(job_cancel)--> cancelled
+    running, silent for ATREX_JOB_STALE_SECONDS --(jobs_sweep)--> queued (next attempt),
+                                                                   or failed after the last
+    any --(job_rerun, admins)--> queued (next attempt)
+
+Each attempt is numbered (`attempts`) and sent as its own Celery task (`attempt_task_id`);
+reports of an older attempt, or of a run that does not hold the attempt, are ignored and
+that run is told to stop. A job that ends, or goes back to the queue, asks for a rescore of
+its submission once the transaction commits (boards rank whole evaluations only).
+
+Jobs are created with their submission (submissions/services.py); what one shape's report
+stores is in submissions/results.py.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from celery import current_app
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from evaluation.protocol import (
+    EVALUATE_TASK,
+    RESULTS_QUEUE,
+    job_spec,
+    publish_stop,
+    stop_message,
+)
+from evaluation.selectors import evaluated_shape_ids
+from portal.audit.models import audit
+from submissions.models import EvaluationJob
+from submissions.results import store_shape
+
+ACTIVE = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.RUNNING)
+TERMINAL = (EvaluationJob.Status.SCORED, EvaluationJob.Status.FAILED,
+            EvaluationJob.Status.CANCELLED)
+RESCORE_TASK = "leaderboard.rescore_submission"  # by name: leaderboard sits above this app
+
+
+def dispatch_job(job_id: int) -> None:
+    """Start a new attempt of a job: a spec with public data only, to eval.<hardware>."""
+    with transaction.atomic():
+        job = _locked_job(job_id)
+        if job is None or job.status not in ACTIVE:
+            return
+        send = _next_attempt(job)
+    send()
+
+
+def attempt_task_id(job_id: int, attempt: int) -> str:
+    """The Celery task id of one attempt: known without storing it, so it can be revoked."""
+    return f"job-{job_id}-attempt-{attempt}"
+
+
+def _locked_job(job_id: int, *, skip_locked: bool = False) -> EvaluationJob | None:
+    return (EvaluationJob.objects.select_for_update(of=("self",), skip_locked=skip_locked)
+            .select_related("candidate__operator__release", "candidate__operator__hidden",
+                            "candidate__submission__hardware").filter(pk=job_id).first())
+
+
+def _next_attempt(job: EvaluationJob) -> Callable[[], None]:
+    """Number the next attempt of a locked job; return what sends its spec (after commit).
+
+    Reports of earlier attempts are ignored from the moment this commits.
+    """
+    job.attempts += 1
+    job.status = EvaluationJob.Status.QUEUED
+    job.run = ""
+    job.mode = EvaluationJob.Mode.UNKNOWN  # the worker that takes this attempt reports it
+    job.save(update_fields=["attempts", "status", "run", "mode"])
+    candidate = job.candidate
+    operator = candidate.operator
+    release = operator.release
+    hardware = candidate.submission.hardware
+    spec = job_spec(
+        job_id=job.pk, attempt=job.attempts, operator=operator.name,
+        reference_py=operator.reference_py, input_py=operator.input_py,
+        shapes_json=_job_shapes_json(job), candidate_source=candidate.source,
+        atol=operator.hidden.atol, rtol=operator.hidden.rtol, dsl=release.dsl,
+        dsl_ratio_threshold=release.dsl_ratio_threshold, hardware=hardware.name,
+        seed=secrets.randbits(63), heartbeat_s=settings.ATREX_JOB_HEARTBEAT_SECONDS)
+    queue, task_id = hardware.queue, attempt_task_id(job.pk, job.attempts)
+    return lambda: current_app.send_task(EVALUATE_TASK, args=[spec], queue=queue,
+                                         task_id=task_id)
+
+
+def _stop_attempts(job_id: int, up_to_attempt: int) -> None:
+    """Tell GPU hosts to drop attempts 1..up_to_attempt: queued ones are revoked, running
+    ones stopped (their sandboxed child killed)."""
+    current_app.control.revoke([attempt_task_id(job_id, n) for n in range(1, up_to_attempt + 1)])
+    publish_stop(current_app, stop_message(job_id=job_id, up_to_attempt=up_to_attempt))
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    requeued: list[int]
+    failed: list[int]
+
+
+def jobs_sweep(*, now: datetime | None = None) -> SweepReport:
+    """Run again every running job whose worker stopped reporting; fail it after the last
+    allowed attempt, with a reason the team reads on its submission.
+
+    Each job is locked and checked again under the lock, so a report that arrived in the
+    meantime wins; a job another sweep holds is skipped.
+    """
+    now = now or timezone.now()
+    stale_seconds = settings.ATREX_JOB_STALE_SECONDS
+    stale = (Q(status=EvaluationJob.Status.RUNNING)
+             & (Q(heartbeat_at__lt=now - timedelta(seconds=stale_seconds))
+                | Q(heartbeat_at__isnull=True)))
+    report = SweepReport(requeued=[], failed=[])
+    for job_id in EvaluationJob.objects.filter(stale).values_list("pk", flat=True):
+        with transaction.atomic():
+            job = _locked_job(job_id, skip_locked=True)
+            if job is None or not EvaluationJob.objects.filter(stale, pk=job_id).exists():
+                continue
+            before = {"status": job.status, "attempts": job.attempts, "worker": job.worker}
+            attempt = job.attempts
+            if attempt >= settings.ATREX_JOB_MAX_ATTEMPTS:
+                job.status = EvaluationJob.Status.FAILED
+                job.error = (f"The evaluation was abandoned after {attempt} attempts: the GPU "
+                             f"worker stopped reporting for {stale_seconds} s (last worker: "
+                             f"{job.worker or 'unknown'}). This is an infrastructure failure "
+                             "and does not count against your quota; submit again or ask an "
+                             "admin to re-run it.")
+                job.infrastructure_failure = True
+                job.finished_at = now
+                job.save(update_fields=["status", "error", "infrastructure_failure",
+                                        "finished_at"])
+                rescore_on_commit(job.candidate.submission_id)
+                report.failed.append(job.pk)
+            else:
+                transaction.on_commit(_next_attempt(job))
+                report.requeued.append(job.pk)
+            # After the new attempt is sent: a broker error here must not stop that.
+            transaction.on_commit(lambda pk=job.pk, n=attempt: _stop_attempts(pk, n),
+                                  robust=True)
+            audit(actor=None, action="job.sweep", target=f"job:{job.pk}", before=before,
+                  after={"status": job.status, "attempts": job.attempts})
+    return report
+
+
+def _job_shapes_json(job: EvaluationJob) -> str:
+    """shapes.json restricted to the shapes this job covers (fixed when it was created)."""
+    keep = set(job.shape_ids or evaluated_shape_ids(job.candidate.operator))
+    shapes = json.loads(job.candidate.operator.shapes_json)
+    return json.dumps({k: v for k, v in shapes.items() if k in keep})
+
+
+def job_cancel(*, job: EvaluationJob) -> bool:
+    """Cancel a queued or running job; its GPU host is told to stop and kill its child."""
+    with transaction.atomic():
+        locked = _locked_job(job.pk)
+        if locked is None or locked.status not in ACTIVE:
+            return False
+        locked.status = EvaluationJob.Status.CANCELLED
+        locked.finished_at = timezone.now()
+        locked.save(update_fields=["status", "finished_at"])
+        rescore_on_commit(locked.candidate.submission_id)
+        transaction.on_commit(lambda: _stop_attempts(locked.pk, locked.attempts), robust=True)
+    return True
+
+
+def job_rerun(*, job: EvaluationJob, actor: object) -> None:
+    """Evaluate again as a new attempt (admins; no quota). Results of older attempts stay."""
+    with transaction.atomic():
+        locked = _locked_job(job.pk)
+        if locked is None:
+            return
+        before = {"status": locked.status, "attempts": locked.attempts}
+        locked.error, locked.infrastructure_failure = "", False
+        locked.finished_at, locked.shapes_done = None, 0
+        locked.save(update_fields=["error", "infrastructure_failure", "finished_at",
+                                   "shapes_done"])
+        old_attempt = locked.attempts
+        send = _next_attempt(locked)
+        rescore_on_commit(locked.candidate.submission_id)  # off the boards until it ends
+        audit(actor=actor, action="job.rerun", target=f"job:{job.pk}", before=before,
+              after={"status": "queued"})
+        if old_attempt:
+            transaction.on_commit(lambda: _stop_attempts(locked.pk, old_attempt), robust=True)
+        transaction.on_commit(send)
+
+
+def dispatch_all(job_ids: list[int]) -> None:
+    for job_id in job_ids:
+        dispatch_job(job_id)
+
+
+def record_event(kind: str, payload: dict[str, Any]) -> None:
+    """Store one report of a GPU host, if it comes from the run that holds the job.
+
+    A run holds the job's current attempt from its "started" report on (a redelivered
+    message starts the same attempt again and takes it over: the run before it is dead or
+    superseded, and its partial results are dropped). Reports of any other run, of an older
+    attempt or of an ended job are ignored, and a run still alive is told to stop.
+    """
+    run = str(payload.get("run", ""))
+    with transaction.atomic():
+        job = (EvaluationJob.objects.select_for_update(of=("self",))
+               .select_related("candidate__operator__hidden", "candidate__submission__hardware")
+               .filter(pk=payload.get("job_id")).first())
+        if job is None:
+            return
+        if job.status in TERMINAL or payload.get("attempt") != job.attempts:
+            if kind not in ("result", "failed"):  # a run still going: no use any more
+                _stop_on_commit(job.pk, payload.get("attempt"), run)
+            return  # stale, or already ended
+        if kind == "started" and job.run != run:
+            if job.run:  # a redelivery: start this attempt afresh with the new run
+                job.results.filter(attempt=job.attempts).delete()
+                job.shapes_done = 0
+                _stop_on_commit(job.pk, job.attempts, job.run)  # in case it still runs
+            job.run = run
+        elif not job.run:
+            job.run = run  # its "started" report is still on the way
+        elif job.run != run:
+            _stop_on_commit(job.pk, job.attempts, run)
+            return  # another run holds this attempt
+        now = timezone.now()
+        job.heartbeat_at = now
+        job.worker = str(payload.get("worker", ""))[:200]
+        if job.status == EvaluationJob.Status.QUEUED:
+            job.status = EvaluationJob.Status.RUNNING
+            job.started_at = job.started_at or now
+        # "started" says where the worker runs; the final result says it again.
+        reported_mode = (payload.get("result") or {}).get("mode") if kind == "result" \
+            else payload.get("mode")
+        if reported_mode in (EvaluationJob.Mode.GPU, EvaluationJob.Mode.INTERPRETER):
+            job.mode = reported_mode
+        if kind == "progress":
+            store_shape(job, payload["shape"])
+            job.shapes_done = job.results.filter(attempt=job.attempts).count()
+        elif kind == "result":
+            result = payload["result"]
+            for shape in result["shapes"]:
+                store_shape(job, shape)
+            job.shapes_done = job.results.filter(attempt=job.attempts).count()
+            job.evaluator_version = str(result.get("evaluator_version", ""))[:30]
+            job.status = EvaluationJob.Status.SCORED
+            job.finished_at = now
+            rescore_on_commit(job.candidate.submission_id)
+        elif kind == "failed":
+            job.status = EvaluationJob.Status.FAILED
+            job.error = str(payload.get("reason", "evaluation failed"))
+            job.infrastructure_failure = bool(payload.get("infrastructure", False))
+            job.finished_at = now
+            rescore_on_commit(job.candidate.submission_id)
+        job.save()
+
+
+def _stop_on_commit(job_id: int, attempt: object, run: str) -> None:
+    if isinstance(attempt, int):
+        message = stop_message(job_id=job_id, up_to_attempt=attempt, run=run)
+        transaction.on_commit(lambda: publish_stop(current_app, message), robust=True)
+
+
+def rescore_on_commit(submission_id: int) -> None:
+    """Once this transaction commits, score the submission afresh: after any job of it ended
+    or went back to the queue (boards rank whole evaluations only)."""
+    # By task name: scores live in the leaderboard app, which sits above this one.
+    transaction.on_commit(lambda: current_app.send_task(
+        RESCORE_TASK, args=[submission_id], queue=RESULTS_QUEUE))
