@@ -26,6 +26,7 @@ from evaluation.models import (
     Shape,
 )
 from evaluation.traces import TRACE_RULES_FILE, TraceError, parse_rules
+from portal.errors import DomainError
 
 
 @dataclass
@@ -97,7 +98,7 @@ def release_import(*, path: Path, name: str | None = None) -> ImportSummary:
                          list(loaded.warnings), differences)
 
 
-class HardwareProfileError(Exception):
+class HardwareProfileError(DomainError):
     """A hardware profile's figures that cannot be stored: says which and why."""
 
 

@@ -26,11 +26,13 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from portal.errors import DomainError
+
 NATIVE, MIXED = "native", "mixed"
 MEMORY, COMPUTE, BALANCED = "memory", "compute", "balanced"
 
 
-class WeightError(ValueError):
+class WeightError(DomainError, ValueError):
     """Weights that cannot be used: negative, or none positive."""
 
 

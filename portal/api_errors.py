@@ -1,5 +1,6 @@
-"""One mapping from domain errors to HTTP: 400 for a bad upload, 429 for quota; and a JSON
-404 for any /api/ address no route matches (clients parse errors as JSON, not HTML)."""
+"""One mapping from domain errors to HTTP (each DomainError's `http_status`: 400 for a bad
+upload, 429 for quota, ...); and a JSON 404 for any /api/ address no route matches (clients
+parse errors as JSON, not HTML)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,12 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from submissions.services import QuotaExceeded
-from submissions.upload import UploadRejected
+from portal.errors import DomainError
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    if isinstance(exc, UploadRejected):
-        return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-    if isinstance(exc, QuotaExceeded):
-        return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+    if isinstance(exc, DomainError):
+        return Response({"detail": str(exc)}, status=exc.http_status)
     return drf_exception_handler(exc, context)
 
 

@@ -17,6 +17,7 @@ from evaluation.models import HardwareProfile, Release
 from evaluation.selectors import evaluated_shape_ids
 from portal.accounts.models import Team
 from portal.audit.models import audit
+from portal.errors import DomainError
 from submissions.jobs import ACTIVE, dispatch_all, rescore_on_commit
 from submissions.models import (
     MODE_CHECK,
@@ -34,8 +35,10 @@ MAX_BIG_INTEGER = 2**63 - 1
 MAX_NOTES_CHARS = 10_000
 
 
-class QuotaExceeded(Exception):
+class QuotaExceeded(DomainError):
     """HTTP 429: the team has used its daily submissions or its concurrent evaluations."""
+
+    http_status = 429
 
 
 @dataclass(frozen=True)
@@ -153,8 +156,6 @@ def _check_metadata(*, agent: str, model_name: str, output_tokens: int | None,
             raise UploadRejected(f"{name}: at most {limit} characters")
         if "\x00" in value:  # PostgreSQL cannot store NUL in text
             raise UploadRejected(f"{name}: text may not contain NUL characters")
-
-
 
 
 def shape_result_review(*, result: ShapeResult, accept: bool, actor: object) -> None:

@@ -17,6 +17,7 @@ from django.db.models import F
 
 from portal.accounts.models import Team
 from portal.audit.models import audit
+from portal.errors import DomainError
 from submissions.models import EvaluationJob, ShapeResult, Submission
 from submissions.selectors import active_score, submission_outcomes, submission_status
 
@@ -28,7 +29,7 @@ SHARED_SCORE_FIELDS = ("weights_version", "ranked", "complete", "aggregate", "un
                        "dsl_adoption_rate", "by_operator")
 
 
-class SharingDisabled(Exception):
+class SharingDisabled(DomainError):
     """The team has not turned share links on (HTTP 400 on the page that asked)."""
 
 

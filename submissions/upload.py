@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Protocol
 
+from portal.errors import DomainError
+
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
 _NESTED_ARCHIVE_SUFFIXES = (".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".whl")
 _TAR_OVERHEAD_BYTES = 1024 * 1024  # headers and padding allowed on top of the file limits
@@ -34,7 +36,7 @@ _TAR_OVERHEAD_BYTES = 1024 * 1024  # headers and padding allowed on top of the f
 _PARSE_LOCK = threading.Lock()
 
 
-class UploadRejected(Exception):
+class UploadRejected(DomainError):
     """A client error (HTTP 400): the message says what is wrong and how to fix it."""
 
 

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from evaluation.models import HardwareProfile, Release
 from portal.accounts.auth import is_admin, request_team
 from portal.accounts.models import ApiToken, token_create
+from portal.errors import DomainError
 from portal.ratelimit import client_address, limited_posts
 from submissions.models import MODE_RANKED, ShapeResult
 from submissions.profile import submission_profile
@@ -27,7 +28,6 @@ from submissions.selectors import (
 )
 from submissions.services import (
     MAX_BIG_INTEGER,
-    QuotaExceeded,
     quota_status,
     shape_result_review,
     submission_create,
@@ -144,14 +144,15 @@ def upload_page(request: HttpRequest) -> HttpResponse:
                 team=team, user=request.user, release=release, hardware=hardware,
                 filename=upload.name or "", data=upload.read(),
                 operator=request.POST.get("operator") or None,
-                agent=request.POST.get("agent", "")[:100],
-                model_name=request.POST.get("model", "")[:100],
+                # No cutting here: submission_create refuses a long field, as the API does.
+                agent=request.POST.get("agent", ""),
+                model_name=request.POST.get("model", ""),
                 output_tokens=_posted_tokens(request),
                 notes=request.POST.get("notes", ""),
                 mode=request.POST.get("mode") or MODE_RANKED)
-        except (UploadRejected, QuotaExceeded, BadRequest) as exc:
+        except (DomainError, BadRequest) as exc:
             context["error"] = str(exc)
-            status = 429 if isinstance(exc, QuotaExceeded) else 400
+            status = exc.http_status if isinstance(exc, DomainError) else 400
             return render(request, "submissions/upload.html", context, status=status)
         return redirect("submission", pk=submission.pk)
     return render(request, "submissions/upload.html", context)

@@ -47,6 +47,7 @@ from django.utils import timezone
 from evaluation.protocol import RESULTS_QUEUE
 from portal.accounts.models import Team
 from portal.audit.models import audit
+from portal.errors import DomainError
 from submissions.models import EvaluationJob, Submission
 from submissions.selectors import active_score, submission_outcomes, submission_status
 
@@ -62,7 +63,7 @@ _ACTIVE = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.RUNNING)
 _RETRY_STATUSES = {408, 429}
 
 
-class WebhookRejected(ValueError):
+class WebhookRejected(DomainError, ValueError):
     """A webhook URL the portal will not call (HTTP 400 where it was set)."""
 
 

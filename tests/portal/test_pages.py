@@ -77,6 +77,9 @@ BAD_UPLOADS = {
     "NUL in the agent": ({"agent": "bot\x00"}, HONEST, "NUL"),
     "NUL in the hardware": ({"hardware": "H200\x00"}, HONEST, "NUL"),
     "notes too long": ({"notes": "n" * 10001}, HONEST, "notes"),
+    # refused, as the API refuses it, not cut to 100 characters and stored
+    "agent too long": ({"agent": "a" * 101}, HONEST, "agent: at most 100 characters"),
+    "model too long": ({"model": "m" * 101}, HONEST, "model: at most 100 characters"),
     "nested parentheses": ({}, ("(" * 100000 + ")" * 100000).encode(), "nested parentheses"),
     "unary minus chain": ({}, ("-" * 200000 + "1").encode(), "nested too deeply"),
     "nested brackets": ({}, ("[" * 5000).encode(), "nested parentheses"),
@@ -96,3 +99,20 @@ def test_a_bad_value_in_the_upload_form_is_a_400_with_its_reason_and_stores_noth
     error = re.search(r'id="upload-error">([^<]*)<', response.content.decode())
     assert error is not None and message in error.group(1)
     assert Submission.objects.count() == 0
+
+
+def test_the_api_answers_every_domain_error_with_its_own_status() -> None:
+    """One base (portal.errors.DomainError), one mapping (portal.api_errors)."""
+    from leaderboard.scoring import WeightError
+    from portal.api_errors import exception_handler
+    from submissions.services import QuotaExceeded
+    from submissions.sharing import SharingDisabled
+    from submissions.upload import UploadRejected
+    from submissions.webhooks import WebhookRejected
+
+    for error, expected in ((UploadRejected("bad"), 400), (QuotaExceeded("used"), 429),
+                            (SharingDisabled("off"), 400), (WebhookRejected("private"), 400),
+                            (WeightError("negative"), 400)):
+        response = exception_handler(error, {})
+        assert response is not None and response.status_code == expected
+        assert response.data == {"detail": str(error)}
