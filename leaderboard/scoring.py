@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from portal.errors import DomainError
 
@@ -57,7 +57,9 @@ class ScoringPolicy:
 
 
 @dataclass(frozen=True)
-class SubmissionScore:
+class WeightedScore:
+    """A submission's scores under one weight set (stored as leaderboard.models.SubmissionScore)."""
+
     ranked: bool  # False while any shape is quarantined as suspicious
     aggregate: float | None
     unweighted_mean: float | None
@@ -74,6 +76,11 @@ class SubmissionScore:
     unevaluated_shapes: int = 0  # shapes of cancelled or failed jobs, scored 0
     lost_jobs: int = 0  # jobs ended by an infrastructure failure (not the team's doing)
     interpreter_jobs: int = 0  # jobs run in Triton's CPU interpreter: never ranked
+
+
+# The stored score's fields, in one place: leaderboard.models.SubmissionScore has a column for
+# each (a team's page, the share page and the board show chosen subsets of them).
+SCORE_FIELDS = tuple(f.name for f in fields(WeightedScore))
 
 
 def shape_score(outcome: ShapeOutcome, policy: ScoringPolicy = ScoringPolicy()) -> float | None:
@@ -196,7 +203,7 @@ def summarise(outcomes: Sequence[ShapeOutcome], policy: ScoringPolicy = ScoringP
 
 
 def combine(summary: SubmissionSummary, weights: Mapping[str, float],
-            subset_operators: Mapping[str, Iterable[str]] | None = None) -> SubmissionScore:
+            subset_operators: Mapping[str, Iterable[str]] | None = None) -> WeightedScore:
     """Every number a board shows for one submission, under `weights` (spanning the release).
 
     `subset_operators` names, per subset ("memory", "compute", "prefill", "decode"), the
@@ -214,7 +221,7 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
         present = [op for op in normalised if op in members and normalised[op] > 0]
         subsets[name] = (weighted_score(scores, normalise_weights(normalised, present))
                          if present else None)
-    return SubmissionScore(
+    return WeightedScore(
         ranked=summary.ranked,
         aggregate=weighted_score(by_operator, normalised),
         unweighted_mean=unweighted_mean(by_operator, operators),
@@ -230,7 +237,7 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
 
 def score_submission(outcomes: Sequence[ShapeOutcome], weights: Mapping[str, float],
                      policy: ScoringPolicy = ScoringPolicy(),
-                     subset_operators: Mapping[str, Iterable[str]] | None = None) -> SubmissionScore:
+                     subset_operators: Mapping[str, Iterable[str]] | None = None) -> WeightedScore:
     """`combine(summarise(outcomes))`: scoring from shape outcomes in one step."""
     return combine(summarise(outcomes, policy), weights, subset_operators)
 

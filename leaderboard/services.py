@@ -18,6 +18,7 @@ from leaderboard.scoring import (
     BALANCED,
     COMPUTE,
     MEMORY,
+    SCORE_FIELDS,
     ScoringPolicy,
     ShapeOutcome,
     SubmissionSummary,
@@ -138,7 +139,7 @@ def rescore_submission(submission: Submission) -> None:
             row = _score_row(weight_set, submission.pk, summary, subsets)
             SubmissionScore.objects.update_or_create(
                 submission=submission, weight_set=weight_set,
-                defaults={f: getattr(row, f) for f in _SCORE_FIELDS})
+                defaults={f: getattr(row, f) for f in SCORE_FIELDS})
         derived_cache.changed(derived_cache.BOARDS)
 
 
@@ -187,10 +188,6 @@ def _policy(release: Release, submission: Submission) -> ScoringPolicy:
                          and not submission.baseline)
 
 
-_SCORE_FIELDS = ("ranked", "aggregate", "unweighted_mean", "memory", "compute", "prefill",
-                 "decode", "correctness_rate", "dsl_adoption_rate", "mixed_shapes",
-                 "fallback_shapes", "complete", "unevaluated_shapes", "lost_jobs",
-                 "interpreter_jobs", "by_operator")
 _ENDED = (EvaluationJob.Status.SCORED, EvaluationJob.Status.FAILED,
           EvaluationJob.Status.CANCELLED)
 
@@ -332,15 +329,9 @@ def shape_regime(operator: Operator, shape_id: str, hardware: HardwareProfile) -
 def _score_row(weight_set: WeightSet, submission_id: int, summary: SubmissionSummary,
                subsets: Mapping[str, set[str]]) -> SubmissionScore:
     score = combine(summary, weight_set.weights, subsets)
-    return SubmissionScore(
-        submission_id=submission_id, weight_set=weight_set, ranked=score.ranked,
-        aggregate=score.aggregate, unweighted_mean=score.unweighted_mean, memory=score.memory,
-        compute=score.compute, prefill=score.prefill, decode=score.decode,
-        correctness_rate=score.correctness_rate, dsl_adoption_rate=score.dsl_adoption_rate,
-        mixed_shapes=score.mixed_shapes, fallback_shapes=score.fallback_shapes,
-        complete=score.complete, unevaluated_shapes=score.unevaluated_shapes,
-        lost_jobs=score.lost_jobs, interpreter_jobs=score.interpreter_jobs,
-        by_operator=dict(score.by_operator))
+    values = {f: getattr(score, f) for f in SCORE_FIELDS}
+    return SubmissionScore(submission_id=submission_id, weight_set=weight_set,
+                           **{**values, "by_operator": dict(score.by_operator)})
 
 
 def board_freeze_set(*, release: Release, hardware: HardwareProfile, actor: Any) -> BoardFreeze:
