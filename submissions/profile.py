@@ -82,6 +82,9 @@ def shape_profile(row: dict[str, Any], roofline: ShapeRoofline | None,
     return {
         **{key: value for key, value in row.items() if not key.startswith("_")},
         "kernels_per_forward": timing.get("kernels_per_forward"),
+        # "span" (graph replay: first kernel start to last kernel end) or "busy" (eager: the
+        # union of the kernels' intervals); absent in results from before it was reported
+        "scored_as": timing.get("scored_as"),
         "kernels": kernels,
         "kernel_time_s": total_s,
         **achieved(row, roofline, hardware),

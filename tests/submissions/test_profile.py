@@ -62,7 +62,8 @@ def gpu_shape(shape_id: str, *, median_s: float | None, kernels: list[tuple[str,
             "max_abs_error": 0.0, "max_rel_error": 0.0, "adoption": adoption,
             "timing": {"measured": median_s is not None, "median_s": median_s,
                        "p10_s": median_s and median_s * 0.95, "p90_s": median_s and median_s * 1.1,
-                       "n": 40, "method": "graph", "kernels_per_forward": kernels_per_forward}}
+                       "n": 40, "method": "graph", "scored_as": "span",
+                       "kernels_per_forward": kernels_per_forward}}
 
 
 def gpu_submission(team: Team, sources: dict[str, str], results: dict[str, list[dict[str, Any]]],
@@ -133,6 +134,7 @@ def test_each_shape_lists_the_kernels_that_ran_with_their_device_times_and_share
     assert rms["kernel_time_s"] == pytest.approx(20e-6)
     assert rms["dsl_ratio"] == pytest.approx(0.75) and rms["verdict"] == "mixed"
     assert rms["kernels_per_forward"] == 2.0 and rms["launch_method"] == "graph"
+    assert rms["scored_as"] == "span"  # what the timed median is (graph replay: the span)
     gemm = shapes(profile)[GEMM_SHAPE]
     assert [k["launches"] for k in gemm["kernels"]] == [1, 2]
     assert [k["share"] for k in gemm["kernels"]] == pytest.approx([0.9, 0.1])
@@ -226,6 +228,7 @@ def test_the_submission_page_opens_a_profile_per_shape(profiled: dict[str, Any])
     rms = html.split(f'data-shape="{RMS_SHAPE}"')[1].split("</details>")[0]
     assert "<code>_rms_norm_kernel</code>" in rms and "75.0%" in rms and "15.00 µs" in rms
     assert f"{RMS_SOL_S / 20e-6 * 4.8:.2f} TB/s of 4.80 TB/s" in rms
+    assert "graph: first kernel start to last kernel end" in rms  # what the median measures
     gemm = html.split(f'data-shape="{GEMM_SHAPE}"')[1].split("</details>")[0]
     assert "at the fp16_tc peak" in gemm
     assert f'href="/api/submissions/{submission.pk}/profile/"' in html
