@@ -7,7 +7,6 @@ Tables go to stdout; `--format json` prints the portal's answer as it is.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -15,8 +14,8 @@ from rich.console import Console
 from rich.table import Table
 
 from atrex_cli import portal
-from atrex_cli.client import EXIT_OK, Api
-from atrex_cli.config import resolve
+from atrex_cli.client import EXIT_OK
+from atrex_cli.terminal import api_from_args, console, print_json
 
 
 def add_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -38,7 +37,7 @@ def add_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_history(args: argparse.Namespace, err: Console) -> int:
-    api = _api(args)
+    api = api_from_args(args)
     params = {}
     if args.release:
         params["release"] = str(portal.find_release(api, args.release)["id"])
@@ -46,18 +45,18 @@ def cmd_history(args: argparse.Namespace, err: Console) -> int:
         params["hardware"] = args.hardware
     doc = portal.operator_history(api, args.operator, params)
     if args.format == "json":
-        _print_json(doc)
+        print_json(doc)
         return EXIT_OK
-    _out().print(history_table(doc))
+    console().print(history_table(doc))
     return EXIT_OK
 
 
 def cmd_compare(args: argparse.Namespace, err: Console) -> int:
-    doc = portal.compare(_api(args), args.a, args.b)
+    doc = portal.compare(api_from_args(args), args.a, args.b)
     if args.format == "json":
-        _print_json(doc)
+        print_json(doc)
         return EXIT_OK
-    out = _out()
+    out = console()
     for table in compare_tables(doc):
         out.print(table)
     if args.diff:
@@ -185,17 +184,3 @@ def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.3f}"
 
 
-def _api(args: argparse.Namespace) -> Api:
-    config = resolve(args.server)
-    return Api(config.server, config.token, timeout_s=args.http_timeout)
-
-
-def _out() -> Console:
-    out = Console(markup=False, highlight=False)
-    if not out.is_terminal:
-        out.width = 160  # pipes and logs: one row per line
-    return out
-
-
-def _print_json(doc: Any) -> None:
-    sys.stdout.write(json.dumps(doc, indent=2) + "\n")

@@ -46,6 +46,7 @@ from atrex_cli.client import (
     NotFound,
 )
 from atrex_cli.config import ConfigError, config_path, read_config_file, resolve, write_config
+from atrex_cli.terminal import api_from_args, console, print_json
 
 ACTIVE = ("queued", "running")
 # After the last job ends, how long to wait for its score (none comes when the release has
@@ -176,22 +177,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _api(args: argparse.Namespace) -> Api:
-    config = resolve(args.server)
-    return Api(config.server, config.token, timeout_s=args.http_timeout)
-
-
-def _out() -> Console:
-    out = Console(markup=False, highlight=False)
-    if not out.is_terminal:
-        out.width = 160  # pipes and logs: one row per line
-    return out
-
-
-def _print_json(doc: Any) -> None:
-    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-
-
 def cmd_login(args: argparse.Namespace, err: Console) -> int:
     config = resolve(args.server)
     token = args.token or os.environ.get("ATREX_TOKEN")
@@ -222,17 +207,17 @@ def cmd_logout(args: argparse.Namespace, err: Console) -> int:
 
 
 def cmd_quota(args: argparse.Namespace, err: Console) -> int:
-    quota = _api(args).get_json("/api/quota/", team=True)
-    _print_json(quota)
+    quota = api_from_args(args).get_json("/api/quota/", team=True)
+    print_json(quota)
     return EXIT_OK
 
 
 def cmd_problems(args: argparse.Namespace, err: Console) -> int:
-    api = _api(args)
+    api = api_from_args(args)
     if args.release is None:
         releases = portal.releases(api)
         if args.format == "json":
-            _print_json(releases)
+            print_json(releases)
             return EXIT_OK
         table = Table(title="Releases")
         for column in ("id", "release", "DSL", "operators", "shapes"):
@@ -240,12 +225,12 @@ def cmd_problems(args: argparse.Namespace, err: Console) -> int:
         for r in releases:
             table.add_row(str(r["id"]), f"{r['name']}@v{r['version']}", r["dsl"],
                           str(r["operator_count"]), str(r["shape_count"]))
-        _out().print(table)
+        console().print(table)
         return EXIT_OK
     release = portal.find_release(api, args.release)
     operators = portal.operators(api, release)
     if args.format == "json":
-        _print_json({"release": release, "operators": [
+        print_json({"release": release, "operators": [
             {"name": o["name"], "shape_count": o["shape_count"],
              "shapes": list(json.loads(o["files"]["shapes.json"]))} for o in operators]})
         return EXIT_OK
@@ -257,12 +242,12 @@ def cmd_problems(args: argparse.Namespace, err: Console) -> int:
         ids = list(json.loads(o["files"]["shapes.json"]))
         table.add_row(o["name"], str(o["shape_count"]),
                       ", ".join(ids[:4]) + (f", … (+{len(ids) - 4})" if len(ids) > 4 else ""))
-    _out().print(table)
+    console().print(table)
     return EXIT_OK
 
 
 def cmd_bundle(args: argparse.Namespace, err: Console) -> int:
-    api = _api(args)
+    api = api_from_args(args)
     release = portal.find_release(api, args.release)
     written = portal.download_bundle(api, release, args.operator, args.output)
     root = args.output / release["name"]
@@ -289,7 +274,7 @@ def upload_payload(path: Path) -> tuple[str, bytes]:
 
 
 def cmd_submit(args: argparse.Namespace, err: Console) -> int:
-    api = _api(args)
+    api = api_from_args(args)
     if not api.token:
         raise AuthError("no team token: run `atrex login` or set ATREX_TOKEN")
     filename, content = upload_payload(args.path)
@@ -323,7 +308,7 @@ def cmd_submit(args: argparse.Namespace, err: Console) -> int:
               f"{args.hardware}: {operators}")
     if not args.wait:
         if args.format == "json":
-            _print_json(created)
+            print_json(created)
         else:
             print(created["id"])
         return EXIT_OK
@@ -331,7 +316,7 @@ def cmd_submit(args: argparse.Namespace, err: Console) -> int:
 
 
 def cmd_status(args: argparse.Namespace, err: Console) -> int:
-    api = _api(args)
+    api = api_from_args(args)
     if args.wait:
         return _follow(api, args.id, args, err)
     detail = portal.submission(api, args.id)
@@ -405,7 +390,7 @@ def _score_settled(detail: dict[str, Any]) -> bool:
 def _report(api: Api, detail: dict[str, Any], fmt: str) -> None:
     if fmt == "json":
         # The per-shape profile (kernels, achieved fraction of peak) for agents' loops.
-        _print_json({**detail, "profile": portal.profile(api, detail["id"])})
+        print_json({**detail, "profile": portal.profile(api, detail["id"])})
         return
     score = detail.get("score") or {}
     by_operator = score.get("by_operator") or {}
@@ -438,7 +423,7 @@ def _report(api: Api, detail: dict[str, Any], fmt: str) -> None:
                          f"{score['dsl_adoption_rate']:.0%}"
                          + ("" if score["ranked"] else "; never ranked (check mode)"
                             if detail.get("mode") == "check" else "; not ranked (under review)"))
-    out = _out()
+    out = console()
     # Lines a script can grep whole (soft wrap: never cut): the outcome first, each error last.
     out.print(f"submission {detail['id']} ({detail['team']}, {release['name']}@v"
               f"{release['version']}, {detail['hardware']}): "
@@ -471,7 +456,7 @@ def score_text(value: float | None) -> str:
 
 
 def cmd_leaderboard(args: argparse.Namespace, err: Console) -> int:
-    api = _api(args)
+    api = api_from_args(args)
     release = portal.find_release(api, args.release)
     board = args.regime or args.phase or "aggregate"
     data = portal.board(api, release, args.hardware, board, args.operator,
@@ -481,7 +466,7 @@ def cmd_leaderboard(args: argparse.Namespace, err: Console) -> int:
         return EXIT_OK
     doc = json.loads(data)
     if args.format == "json":
-        _print_json(doc)
+        print_json(doc)
         return EXIT_OK
     title = f"{doc['release']} on {doc['hardware']}: " + (
         f"operator {args.operator}" if args.operator else f"{board} board") + \
@@ -503,7 +488,7 @@ def cmd_leaderboard(args: argparse.Namespace, err: Console) -> int:
                         else _cell(row.get(c)) for c in columns))
     if not rows:
         table.caption = "no ranked submissions yet"
-    _out().print(table)
+    console().print(table)
     return EXIT_OK
 
 
@@ -527,7 +512,7 @@ def cmd_evaluate_local(args: argparse.Namespace, err: Console) -> int:
     if not release_dir.is_dir():
         if "/" in args.release or args.release.startswith("."):
             raise CliError(f"no such release folder: {release_dir}")
-        api = _api(args)
+        api = api_from_args(args)
         release = portal.find_release(api, args.release)
         target = _cache_dir() / f"{release['name']}-v{release['version']}"
         portal.download_bundle(api, release, None, target)

@@ -25,8 +25,8 @@ class HistoryIn(serializers.Serializer):
                                      help_text="only this hardware profile (name)")
 
 
-class HistoryEntryOut(serializers.Serializer):
-    """One submission that included the operator (leaderboard.iteration.operator_history)."""
+class SubmissionRefOut(serializers.Serializer):
+    """Which submission a history row or a compare side is."""
 
     submission = serializers.IntegerField()
     created_at = serializers.DateTimeField()
@@ -34,6 +34,11 @@ class HistoryEntryOut(serializers.Serializer):
     hardware = serializers.CharField()
     agent = serializers.CharField()
     model = serializers.CharField()
+
+
+class HistoryEntryOut(SubmissionRefOut):
+    """One submission that included the operator (leaderboard.iteration.operator_history)."""
+
     mode = serializers.ChoiceField(choices=Submission.Mode.choices,
                                    help_text="check: the team's own try, never ranked")
     status = serializers.ChoiceField(choices=EvaluationJob.Status.choices,
@@ -77,13 +82,9 @@ class OperatorHistoryApi(APIView):
         return Response(HistoryOut(operator_history(team=team, operator=name, **filters)).data)
 
 
-class CompareSideOut(serializers.Serializer):
-    submission = serializers.IntegerField()
-    created_at = serializers.DateTimeField()
-    release = ReleaseRefOut()
-    hardware = serializers.CharField()
-    agent = serializers.CharField()
-    model = serializers.CharField()
+class CompareSideOut(SubmissionRefOut):
+    """One of the two submissions compared."""
+
     team = serializers.CharField()
     mode = serializers.ChoiceField(choices=Submission.Mode.choices,
                                    help_text="check: never ranked")
