@@ -1,13 +1,15 @@
-"""Command line of the evaluator: `python -m evaluation evaluate ...`.
+"""Command line of the evaluator: `python -m evaluation evaluate ...`, `check-release ...`.
 
-Exit codes: 0 when the evaluation ran (whatever the candidate scored), 2 for bad
-arguments or a broken release, 3 when the harness itself failed.
+Exit codes: 0 when the evaluation ran (whatever the candidate scored) or the release check
+found nothing, 1 when the release check found problems, 2 for bad arguments or a broken
+release, 3 when the harness itself failed.
 """
 
 from __future__ import annotations
 
 import argparse
 import fnmatch
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,11 +25,12 @@ from .harness.release import (
     load_release,
     project_hardware_profiles,
 )
+from .harness.release_check import ShapeOnDevice, check_on_device, check_release, device_findings
 from .harness.results import PASSED, EvaluationResult, ShapeResult
 from .harness.sandbox import HarnessError, SandboxSettings
 from .harness.timing import TimingSettings
 
-EXIT_OK, EXIT_USAGE, EXIT_HARNESS = 0, 2, 3
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_HARNESS = 0, 1, 2, 3
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,6 +57,16 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run the child as this user, with network (debugging only)")
     commands.add_parser("demo", help="evaluate the fixture release's sample candidates "
                                      "(Triton and PyTorch) on its dev shapes")
+    check = commands.add_parser(
+        "check-release", help="check a release's files, input keys and SOL; with --device "
+                              "cuda also run every shape's reference once on this GPU")
+    check.add_argument("--release", required=True, type=Path, help="Atrex-layout release folder")
+    check.add_argument("--device", choices=("cuda", "cpu"), default="cpu",
+                       help="cuda: run every shape's reference on this GPU (memory, run or not)")
+    check.add_argument("--operators", default=None, help="comma-separated (default: all)")
+    check.add_argument("--json", type=Path, default=None,
+                       help="write the device report here (for manage.py check_release "
+                            "--device-report)")
     return parser
 
 
@@ -63,6 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "demo":
             return _demo(console)
+        if args.command == "check-release":
+            return _check_release(args, console)
         return _evaluate(args, console)
     except ReleaseError as exc:
         console.print(f"[red]release error:[/] {exc}")
@@ -131,6 +146,47 @@ def _demo(console: Console) -> int:
             if code != EXIT_OK:
                 return code
     return EXIT_OK
+
+
+def _check_release(args: argparse.Namespace, console: Console) -> int:
+    static = check_release(args.release, project_hardware_profiles())
+    if static.release_error:
+        console.print(f"[red]release error:[/] {static.release_error}")
+        return EXIT_USAGE
+    problems = [p for op in static.operators for p in op.problems]
+    console.print(f"{len(static.operators)} operators, "
+                  f"{sum(op.shapes for op in static.operators)} shapes: "
+                  f"{len(problems)} problems in the files")
+    for problem in problems:
+        console.print(f"  problem: {problem}")
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            console.print("[red]--device cuda: no GPU here[/]")
+            return EXIT_USAGE
+        names = [n.strip() for n in args.operators.split(",")] if args.operators else None
+
+        def line(row: ShapeOnDevice) -> None:
+            peak = f"{(row.peak_bytes or 0) / 1024**3:7.2f} GiB"
+            took = f"{row.seconds * 1e3:9.2f} ms" if row.seconds is not None else "        -"
+            console.print(f"  {row.operator:32} {row.shape_id:>40} {peak} {took} "
+                          f"{row.error or 'runs'}")
+
+        report = check_on_device(args.release, torch.device("cuda"), names, line)
+        device_problems, warnings = device_findings(report)
+        for warning in warnings:
+            console.print(f"  warning: {warning}")
+        for problem in device_problems:
+            console.print(f"  problem: {problem}")
+        runs = len(report.shapes) - len(report.cannot_run())
+        console.print(f"on {report.device}: {runs} of {len(report.shapes)} shapes' references "
+                      f"run, {len(warnings)} may not fit an evaluation")
+        problems += device_problems
+        if args.json:
+            args.json.write_text(json.dumps(report.to_dict(), indent=1) + "\n")
+            console.print(f"device report written to {args.json}")
+    return EXIT_PROBLEMS if problems else EXIT_OK
 
 
 def _select_shapes(all_ids: list[str], pattern: str | None) -> list[str]:

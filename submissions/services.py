@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -180,18 +181,22 @@ BASELINE_TEAM = "Portal baselines"
 
 
 def baseline_submissions_create(*, release: Release, hardware: HardwareProfile,
-                                actor: object | None = None) -> list[Submission]:
-    """The release's references as two baseline submissions (eager, torch.compile).
+                                actor: object | None = None,
+                                kinds: Sequence[str] | None = None) -> list[Submission]:
+    """The release's references as baseline submissions: eager and torch.compile, or the
+    `kinds` named (Submission.Baseline values).
 
     Owned by a hidden system team, outside every quota; evaluated by the GPU workers of
     `hardware` like any submission, and shown beside the boards, never ranked.
     """
+    chosen = [Submission.Baseline(k) for k in kinds] if kinds is not None \
+        else [Submission.Baseline.PYTORCH, Submission.Baseline.TORCH_COMPILE]
     team, _ = Team.objects.get_or_create(
         slug="portal-baselines", defaults={"name": BASELINE_TEAM, "hidden": True})
     operators = list(release.operators.order_by("name"))
     created = []
     with transaction.atomic():
-        for kind in (Submission.Baseline.PYTORCH, Submission.Baseline.TORCH_COMPILE):
+        for kind in chosen:
             submission = Submission.objects.create(
                 team=team, release=release, hardware=hardware, baseline=kind,
                 created_by=actor if getattr(actor, "pk", None) else None,

@@ -26,6 +26,7 @@ from torch.autograd import DeviceType  # type: ignore[attr-defined]
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .compare import as_output_dict
+from .device_memory import release_cached_memory
 from .dsl import DslAdapter, LaunchRecorder, adapter_for
 from .integrity import Fingerprint, changed, fingerprint
 from .operator_files import (
@@ -148,14 +149,26 @@ class ChildRuntime:
             try:
                 reply = handler(request)
                 self._check_integrity(command)
+                self._release_memory()
                 ChildRuntime.emit(self, event="done", **reply)
             except StageError as exc:
+                self._release_memory()
                 self._report(exc, command)
             except Exception as exc:  # noqa: BLE001 - any candidate failure is reported, not fatal
+                self._release_memory()
                 self._report(StageError(request.get("stage", "harness"),
                                         f"{type(exc).__name__}: {exc}", _tail()), command)
             if self.fatal:
                 return
+
+    def _release_memory(self) -> None:
+        """Before replying: the parent computes the reference next, on the same GPU."""
+        if self.fatal:
+            return  # a corrupted CUDA context: this process is about to end anyway
+        try:
+            release_cached_memory(self.device)
+        except RuntimeError as exc:  # a sticky CUDA error surfaces here too: reported after
+            print(f"releasing cached memory failed: {exc}", file=sys.stderr)
 
     def _report(self, error: StageError, command: str) -> None:
         try:

@@ -8,6 +8,7 @@ where the hidden roofline lives.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import pickle
@@ -15,7 +16,7 @@ import platform
 import random
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +26,7 @@ import torch
 
 from . import adoption as adoption_mod
 from .compare import Comparison, as_output_dict, compare_outputs
+from .device_memory import configure_cuda_allocator, is_out_of_memory, release_cached_memory
 from .operator_files import import_file, make_inputs, make_model, tensor_bytes
 from .release import (
     DEFAULT_DSL,
@@ -96,6 +98,8 @@ def evaluate(job: EvaluationJob, settings: EvaluationSettings = EvaluationSettin
         raise ValueError(f"unknown shapes for {job.operator.name}: {sorted(unknown)}")
     started = time.perf_counter()
     device = torch.device(settings.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if device.type == "cuda":
+        configure_cuda_allocator()
     if warm is not None:
         if (warm.device, warm.dsl, warm.masked_paths) != (device.type, job.dsl,
                                                           tuple(job.masked_paths)):
@@ -159,6 +163,11 @@ def apply_roofline(result: EvaluationResult, rooflines: Mapping[str, ShapeRoofli
     return result
 
 
+class ReferenceOutOfMemory(Exception):
+    """The trusted side could not hold this shape's inputs or reference on this device: the
+    shape cannot be evaluated here, whatever the candidate does."""
+
+
 class _TrustedSide:
     """The reference and the input generator, imported in the parent only."""
 
@@ -200,14 +209,21 @@ class _ShapeRun:
         except ChildDied as exc:
             self.result.fail(self.stage, f"{describe_exit(exc.returncode)} during the "
                                          f"{self.stage} stage", exc.stderr_tail)
+        except ReferenceOutOfMemory as exc:
+            self.result.fail("reference", str(exc))
+        finally:
+            self._reference_model = None
+            release_cached_memory(self.device)
         self.result.seconds = time.perf_counter() - started
         return self.result
 
     def _reference(self) -> torch.nn.Module:
         """The trusted reference for this shape, built once (same seed as the candidate's)."""
         if self._reference_model is None:
-            self._reference_model = make_model(self.trusted.reference_class,
-                                               self.spec.init_kwargs, self.init_seed, self.device)
+            with _trusted_allocations(self.device):
+                self._reference_model = make_model(self.trusted.reference_class,
+                                                   self.spec.init_kwargs, self.init_seed,
+                                                   self.device)
         return self._reference_model
 
     def _timed(self, stage: str, run: Callable[[], Any]) -> Any:
@@ -215,6 +231,7 @@ class _ShapeRun:
         try:
             return run()
         finally:
+            release_cached_memory(self.device)  # the child's next stage may need it
             self.result.stage_seconds[stage] = time.perf_counter() - started
 
     # -- stages --------------------------------------------------------------------------
@@ -263,10 +280,11 @@ class _ShapeRun:
         payload = self._load_trial(event)
         if isinstance(payload, str):
             return Comparison(False, float("inf"), float("inf"), None, payload)
-        inputs = make_inputs(self.trusted.inputs, self.spec.input_kwargs, seed, self.device)
-        originals = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
-        with torch.no_grad():
-            expected = as_output_dict(reference(**inputs))
+        with _trusted_allocations(self.device):
+            inputs = make_inputs(self.trusted.inputs, self.spec.input_kwargs, seed, self.device)
+            originals = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
+            with torch.no_grad():
+                expected = as_output_dict(reference(**inputs))
         if expected is None:
             raise HarnessError("the reference returned neither a tensor nor a dict of tensors: "
                                "the release is broken")
@@ -363,9 +381,7 @@ class _ShapeRun:
         """Timed calls (GPU) or unmeasured ones run the same way (CPU); either way some of
         them are checked against the reference (timed_calls)."""
         self.stage = "performance"
-        probe = make_inputs(self.trusted.inputs, self.spec.input_kwargs, 0, self.device)
-        per_set = max(tensor_bytes(probe), 1)
-        del probe
+        per_set = max(self._input_bytes(), 1)
         # a third of the byte budget: the sets, their pristine copies and one fresh draw
         sets = max(1, min(self.settings.timing_input_sets,
                           self.settings.timing_input_bytes // (3 * per_set)))
@@ -393,6 +409,12 @@ class _ShapeRun:
         self.result.timing = report
         self.result.stage_reached = "performance"
 
+    def _input_bytes(self) -> int:
+        """The size of one input set, measured on a set the trusted side draws and drops."""
+        with _trusted_allocations(self.device):
+            probe = make_inputs(self.trusted.inputs, self.spec.input_kwargs, 0, self.device)
+        return tensor_bytes(probe)
+
     def _check_timed_calls(self, checked: object, max_checks: int) -> None:
         if not isinstance(checked, list) or not 1 <= len(checked) <= max_checks or not all(
                 isinstance(c, dict) and isinstance(c.get("seed"), int)
@@ -415,6 +437,24 @@ class _SeedSource:
 
     def draw(self) -> int:
         return secrets.randbits(63) if self._rng is None else self._rng.getrandbits(63)
+
+
+@contextlib.contextmanager
+def _trusted_allocations(device: torch.device) -> Iterator[None]:
+    """Where the trusted side draws inputs or runs the reference: an allocation failure
+    there is the shape's (it cannot run on this device), not the candidate's."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - only an allocation failure is translated
+        if not is_out_of_memory(exc):
+            raise
+        total = torch.cuda.get_device_properties(device).total_memory \
+            if device.type == "cuda" else 0
+        where = f"this device's {total / 1024**3:.0f} GiB" if total else "this machine's memory"
+        raise ReferenceOutOfMemory(
+            f"the reference itself ran out of memory on this shape ({where}, shared with the "
+            "candidate's process): the shape cannot be evaluated here, whatever the candidate "
+            "does; a device check of the release lists such shapes") from None
 
 
 def _checked_timing(timing: object) -> dict[str, Any]:

@@ -9,7 +9,10 @@ does not cover its shapes. Here, on top:
   input.py names a device, as the public Atrex-Bench's `device='cuda'` does);
 - SOL is computable on every hardware profile given;
 - the references of the dev tier (shape ids starting with "dev-") run on this machine and
-  return what metadata.json says (output names and dtypes), without NaN.
+  return what metadata.json says (output names and dtypes), without NaN;
+- on a GPU host (`check_on_device`, `python -m evaluation check-release --device cuda`):
+  every shape's reference runs there at all, and how much memory it takes. The web tier has
+  no GPU: the portal's check_release reads that report (`--device-report`).
 
 Release files are written by the benchmark's maintainers, so they run in-process here.
 """
@@ -19,7 +22,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -29,7 +32,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .compare import as_output_dict
-from .release import HardwareProfile, Operator, ReleaseError, load_release
+from .release import HardwareProfile, Operator, ReleaseError, ShapeSpec, load_release
 from .roofline import roofline_point
 
 DEV_PREFIX = "dev-"
@@ -232,3 +235,130 @@ def _load_module(path: Path, name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+# -- on a GPU: can each shape's reference run there at all? ----------------------------
+
+DEVICE_REPORT_FORMAT = "atrex.device-check/1"
+# An evaluation holds a shape twice over on one device: the trusted parent (inputs, their
+# pristine copies, the reference's intermediates) and the sandboxed child (the same for
+# the candidate); they overlap while the parent checks one trial and the child runs the next.
+EVALUATION_SIDES = 2
+
+
+@dataclass
+class ShapeOnDevice:
+    operator: str
+    shape_id: str
+    input_bytes: int | None = None
+    peak_bytes: int | None = None  # inputs drawn and one reference call, from a clean start
+    seconds: float | None = None  # that one reference call (after its inputs were drawn)
+    error: str | None = None  # the reference could not run: out of memory, or what it raised
+
+    @property
+    def runs(self) -> bool:
+        return self.error is None
+
+    def evaluation_bytes(self) -> int | None:
+        """What an evaluation needs on the device: both sides, each with its inputs' copies."""
+        if self.peak_bytes is None or self.input_bytes is None:
+            return None
+        return EVALUATION_SIDES * (self.peak_bytes + self.input_bytes)
+
+
+@dataclass
+class DeviceCheck:
+    device: str
+    total_bytes: int
+    shapes: list[ShapeOnDevice]
+
+    def cannot_run(self) -> list[ShapeOnDevice]:
+        return [s for s in self.shapes if not s.runs]
+
+    def too_large_to_evaluate(self) -> list[ShapeOnDevice]:
+        """Shapes whose reference runs alone but not twice over (parent and child)."""
+        return [s for s in self.shapes if s.runs and (s.evaluation_bytes() or 0) > self.total_bytes]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": DEVICE_REPORT_FORMAT, "device": self.device,
+                "total_bytes": self.total_bytes,
+                "shapes": [dict(vars(s)) for s in self.shapes]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DeviceCheck:
+        if data.get("format") != DEVICE_REPORT_FORMAT:
+            raise ValueError(f"not a device report ({DEVICE_REPORT_FORMAT}): format is "
+                             f"{data.get('format')!r}")
+        try:
+            return cls(str(data["device"]), int(data["total_bytes"]),
+                       [ShapeOnDevice(**s) for s in data["shapes"]])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"malformed device report: {type(exc).__name__}: {exc}") from exc
+
+
+def check_on_device(root: Path, device: torch.device, operators: Sequence[str] | None = None,
+                    progress: Callable[[ShapeOnDevice], None] | None = None) -> DeviceCheck:
+    """Run every shape's reference once on `device` (a GPU host's), from a clean start each
+    time: its inputs' size, the peak memory of drawing them and one reference call, and
+    whether it runs at all. A shape whose reference runs out of memory here cannot be
+    evaluated here, whatever the candidate does."""
+    from .device_memory import configure_cuda_allocator, is_out_of_memory, release_cached_memory
+    from .operator_files import import_file
+
+    release = load_release(root)
+    names = list(operators) if operators is not None else list(release.operators)
+    configure_cuda_allocator()
+    result = DeviceCheck(torch.cuda.get_device_name(device),
+                         torch.cuda.get_device_properties(device).total_memory, [])
+    for name in names:
+        public = release.operator(name).public
+        inputs_module = import_file(public.directory / "input.py", f"atrex_device_check_in_{name}")
+        reference = import_file(public.directory / "reference.py", f"atrex_device_check_ref_{name}")
+        for shape in public.shapes:
+            row = ShapeOnDevice(name, shape.id)
+            release_cached_memory(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            base = torch.cuda.memory_allocated(device)
+            try:
+                _reference_once(inputs_module, reference.Model, shape, device, row)
+            except Exception as exc:  # noqa: BLE001 (any failure of the reference is the finding)
+                row.error = ("out of memory" if is_out_of_memory(exc)
+                             else f"{type(exc).__name__}: {exc}")[:500]
+            row.peak_bytes = torch.cuda.max_memory_allocated(device) - base
+            result.shapes.append(row)
+            if progress is not None:
+                progress(row)
+    release_cached_memory(device)
+    return result
+
+
+def _reference_once(inputs_module: ModuleType, model_class: type[torch.nn.Module],
+                    shape: ShapeSpec, device: torch.device, row: ShapeOnDevice) -> None:
+    """Draw the shape's inputs and call the reference once; its tensors die on return."""
+    from .operator_files import make_inputs, make_model, tensor_bytes
+
+    inputs = make_inputs(inputs_module, shape.input_kwargs, 0, device)
+    row.input_bytes = tensor_bytes(inputs)
+    model = make_model(model_class, shape.init_kwargs, 0, device)
+    torch.cuda.synchronize(device)
+    started = time.perf_counter()
+    with torch.no_grad():
+        model(**inputs)
+    torch.cuda.synchronize(device)
+    row.seconds = time.perf_counter() - started
+
+
+def device_findings(report: DeviceCheck) -> tuple[list[str], list[str]]:
+    """(problems, warnings) in the release check's words: a shape whose reference cannot
+    run on the device is a problem; one that runs alone but not twice over, a warning."""
+    gib = 1024**3
+    where = f"on {report.device} ({report.total_bytes / gib:.0f} GiB)"
+    problems = [f"data/{s.operator}/shapes.json: {s.shape_id}: the reference cannot run {where}: "
+                f"{s.error} (peak {(s.peak_bytes or 0) / gib:.1f} GiB when it stopped)"
+                for s in report.cannot_run()]
+    warnings = [f"data/{s.operator}/shapes.json: {s.shape_id}: the reference's peak is "
+                f"{(s.peak_bytes or 0) / gib:.1f} GiB with {(s.input_bytes or 0) / gib:.1f} GiB "
+                f"of inputs; an evaluation holds about {(s.evaluation_bytes() or 0) / gib:.0f} GiB "
+                f"{where}: it may run out of memory"
+                for s in report.too_large_to_evaluate()]
+    return problems, warnings

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from . import jail
+from .device_memory import CUDA_ALLOCATOR_SETTINGS
 from .release import PUBLIC_FILES, PublicOperator
 from .workarea import make_dir, open_dir, open_regular, work_area, write_file
 
@@ -511,6 +512,8 @@ class ChildProcess:
         })
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
+        else:
+            env["PYTORCH_CUDA_ALLOC_CONF"] = CUDA_ALLOCATOR_SETTINGS
         if jailed:
             env["ATREX_JAIL_SCRIPT"] = self._jail_script()
             env["ATREX_PID_NAMESPACE"] = "1"

@@ -71,11 +71,18 @@ class TimingSettings:
     max_seconds: float = 1.0
     target_rse: float = 0.01
     min_samples: int = 20
+    # A forward so slow that min_samples would overrun the time cap many times over (a
+    # reference looping over sequences in Python takes 0.1-0.2 s) stops at the cap once it
+    # has this many samples: 20 samples of 0.2 s plus a profiler session for each sample
+    # taken after the cap cost 6 s a shape, and their spread is small anyway (rse reported).
+    min_samples_at_cap: int = 5
     max_samples: int = 2000
     allow_graph: bool = True
     # "read" leaves L2 full of clean lines, as ncu's --cache-control all does; "write"
     # leaves dirty lines the candidate must write back first: on an H200 that added 3-4 us
-    # to every memory-bound kernel (benchmarks/ncu_compare.py, docs/evaluator.md).
+    # to every memory-bound kernel (benchmarks/ncu_compare.py, docs/evaluator.md). "none"
+    # sweeps nothing (a one-program marker kernel still opens each sample): what a warm L2
+    # gives, for the measurement report's flush on/off comparison, never for scoring.
     flush: str = "read"
     # Spot checks of timed calls (timed_calls.TimedCallChecks): each call is picked with this
     # probability after it returned, at most max_checks per shape, the last one if none was.
@@ -179,8 +186,7 @@ def measure_forward(
     batch = settings.min_samples
     while True:
         remaining = settings.max_seconds - (time.perf_counter() - started)
-        batch = int(min(batch, max(remaining / per_sample_s, 1),
-                        settings.max_samples - len(device_times)))
+        batch = next_batch_size(settings, len(device_times), batch, remaining, per_sample_s)
         if batch <= 0:
             break
         spans, busy, counts, events = _profiled_batch(one_sample, batch, len(device_times),
@@ -189,9 +195,9 @@ def measure_forward(
         span_times += spans
         kernel_counts += counts
         event_times += events
-        rse = _relative_standard_error(device_times)
         out_of_time = time.perf_counter() - started >= settings.max_seconds
-        if len(device_times) >= settings.min_samples and (rse < settings.target_rse or out_of_time):
+        if enough_samples(settings, len(device_times), _relative_standard_error(device_times),
+                          out_of_time):
             break
         batch *= 2
     if not device_times:
@@ -216,6 +222,23 @@ def measure_forward(
         graph_error=graph_error,
         seconds_spent=time.perf_counter() - started,
     )
+
+
+def next_batch_size(settings: TimingSettings, taken: int, batch: int, remaining_s: float,
+                    per_sample_s: float) -> int:
+    """Samples in the next profiled batch: this batch's size while time remains (as many as
+    fit in it, at least one), then only what the floor at the time cap still needs."""
+    room = settings.max_samples - taken
+    if remaining_s > 0:
+        return int(min(batch, max(remaining_s / per_sample_s, 1), room))
+    return min(min(settings.min_samples, settings.min_samples_at_cap) - taken, room)
+
+
+def enough_samples(settings: TimingSettings, taken: int, rse: float, out_of_time: bool) -> bool:
+    """Stop at the target error after min_samples, or at the time cap after its floor."""
+    if out_of_time:
+        return taken >= min(settings.min_samples, settings.min_samples_at_cap)
+    return taken >= settings.min_samples and rse < settings.target_rse
 
 
 def _prepare_launch(
@@ -376,13 +399,15 @@ class _L2Flusher:
     BLOCK = 4096
 
     def __init__(self, mode: str) -> None:
-        if mode not in ("write", "read"):
+        if mode not in ("write", "read", "none"):
             raise ValueError(f"unknown L2 flush mode {mode!r}")
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         l2 = int(getattr(props, "L2_cache_size", 0) or 0)
-        self.nbytes = max(2 * l2, MIN_FLUSH_BYTES)
+        # "none": a one-block buffer, so the marker kernel runs one program and touches
+        # nothing the candidate's data could be evicted by
+        self.nbytes = 0 if mode == "none" else max(2 * l2, MIN_FLUSH_BYTES)
         self.mode = mode
-        self.buffer = torch.ones(self.nbytes // 4, dtype=torch.int32, device="cuda")
+        self.buffer = torch.ones(max(self.nbytes // 4, 1), dtype=torch.int32, device="cuda")
         self.grid = (triton.cdiv(self.buffer.numel(), self.BLOCK),)
         self.sums = torch.empty(self.grid[0], dtype=torch.int32, device="cuda")
         self.marker = "_atrex_l2_flush" if mode == "write" else "_atrex_l2_flush_read"

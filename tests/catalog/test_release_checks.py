@@ -278,3 +278,46 @@ def test_check_release_names_the_versions_there_are_for_an_unknown_one() -> None
         call_command("check_release", "atrex-fixture", "--release-version", "7")
     with pytest.raises(CommandError, match="no imported release named 'nope'"):
         call_command("check_release", "nope", "--release-version", "1")
+
+
+def _device_report(path: Path, error_on: tuple[str, str] | None = None,
+                   skip: tuple[str, str] | None = None) -> Path:
+    """A device report of the fixture release as a GPU host's check writes it."""
+    from evaluation.harness.release_check import DeviceCheck, ShapeOnDevice
+
+    shapes = [ShapeOnDevice(op, shape.shape_id, input_bytes=1 << 20, peak_bytes=4 << 20,
+                            seconds=0.001)
+              for op, shape in ((s.operator.name, s) for s in Shape.objects.select_related("operator"))
+              if (op, shape.shape_id) != skip]
+    for row in shapes:
+        if (row.operator, row.shape_id) == error_on:
+            row.error, row.seconds = "out of memory", None
+    path.write_text(json.dumps(DeviceCheck("NVIDIA H200", 140 << 30, shapes).to_dict()))
+    return path
+
+
+def test_check_release_fails_on_a_shape_whose_reference_cannot_run_on_the_gpu(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    call_command("import_release", str(FIXTURE_RELEASE))
+    fine = _device_report(tmp_path / "fine.json")
+    call_command("check_release", "atrex-fixture", "--device-report", str(fine))
+    total = Shape.objects.count()
+    assert f"NVIDIA H200: {total} of {total} shapes' references run" in capsys.readouterr().out
+    shape = Shape.objects.filter(operator__name="gemm_fp16").order_by("position").last()
+    assert shape is not None
+    oom = _device_report(tmp_path / "oom.json", error_on=("gemm_fp16", shape.shape_id))
+    with pytest.raises(CommandError, match=f"gemm_fp16/shapes.json: {shape.shape_id}: the "
+                                           "reference cannot run on NVIDIA H200"):
+        call_command("check_release", "atrex-fixture", "--device-report", str(oom))
+
+
+def test_check_release_refuses_a_device_report_of_other_shapes(tmp_path: Path) -> None:
+    call_command("import_release", str(FIXTURE_RELEASE))
+    partial = _device_report(tmp_path / "partial.json", skip=("rms_norm", "dev-t4-h256"))
+    with pytest.raises(CommandError, match=r"the report is not of atrex-fixture v1: 1 of its "
+                                           r"shapes missing \[\('rms_norm', 'dev-t4-h256'\)\]"):
+        call_command("check_release", "atrex-fixture", "--device-report", str(partial))
+    (tmp_path / "other.json").write_text('{"format": "atrex.evaluation-result/1"}')
+    with pytest.raises(CommandError, match="not a device report"):
+        call_command("check_release", "atrex-fixture", "--device-report",
+                     str(tmp_path / "other.json"))

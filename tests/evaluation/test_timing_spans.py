@@ -6,7 +6,12 @@ import pytest
 
 pytest.importorskip("triton")
 
-from evaluation.harness.timing import forward_spans  # noqa: E402
+from evaluation.harness.timing import (  # noqa: E402
+    TimingSettings,
+    enough_samples,
+    forward_spans,
+    next_batch_size,
+)
 
 MARK = "_atrex_l2_flush_read"
 END = "_atrex_sample_end"
@@ -80,3 +85,36 @@ def test_a_real_timing_report_passes_the_parents_check_and_a_forged_one_fails() 
                    {"measured": "yes"}, ["not", "a", "dict"]):
         with pytest.raises(CandidateError, match="timing report"):
             _checked_timing(forged)
+
+
+def _samples_taken(per_sample_s: float, rse: float, spent_before_s: float = 0.0) -> list[int]:
+    """The batch sizes measure_forward's loop takes for a forward of `per_sample_s`, with
+    the clock advanced by the samples taken (the loop's own arithmetic, no GPU)."""
+    settings = TimingSettings()
+    elapsed, taken, batch, batches = spent_before_s, 0, settings.min_samples, []
+    while True:
+        size = next_batch_size(settings, taken, batch, settings.max_seconds - elapsed, per_sample_s)
+        if size <= 0:
+            break
+        batches.append(size)
+        taken += size
+        elapsed += size * per_sample_s
+        if enough_samples(settings, taken, rse, elapsed >= settings.max_seconds):
+            break
+        batch *= 2
+    return batches
+
+
+def test_a_fast_forward_takes_min_samples_then_doubles_until_the_target_error() -> None:
+    assert _samples_taken(10e-6, rse=0.005) == [20]
+    assert _samples_taken(10e-6, rse=0.05)[:4] == [20, 40, 80, 160]  # until the cap or max
+
+
+def test_a_forward_slower_than_the_time_cap_allows_stops_at_the_floor_not_at_min_samples() -> None:
+    # A 0.2 s reference (a Python loop over sequences): 20 samples would be 4 s and 17
+    # profiler sessions; the cap stops it at min_samples_at_cap.
+    batches = _samples_taken(0.2, rse=0.05, spent_before_s=0.6)
+    assert sum(batches) == TimingSettings().min_samples_at_cap
+    assert batches == [2, 3]  # what fits in the time left, then the rest of the floor at once
+    # a forward that used up the cap in its warm-up still gets the floor, in one batch
+    assert _samples_taken(0.4, rse=0.05, spent_before_s=2.0) == [5]

@@ -47,3 +47,19 @@ def test_the_compiled_baseline_is_judged_on_its_model_new() -> None:
     assert chosen.__name__ == "ModelNew" and issubclass(chosen, module.Model)
     with pytest.raises(ValueError, match="unknown baseline"):
         baseline_source(reference, "tensorrt")
+
+
+def test_the_command_queues_only_the_baselines_named(
+        django_capture_on_commit_callbacks: object) -> None:
+    release = release_import(path=FIXTURE_RELEASE).release
+    with mock.patch("submissions.jobs.dispatch_job") as dispatch, \
+            django_capture_on_commit_callbacks(execute=True):  # type: ignore[operator]
+        call_command("evaluate_baselines", "atrex-fixture", "--hardware", "H200",
+                     "--kinds", PYTORCH)
+    baselines = Submission.objects.filter(release=release).exclude(baseline="")
+    assert list(baselines.values_list("baseline", flat=True)) == [PYTORCH]
+    assert dispatch.call_count == 6
+    with pytest.raises(CommandError, match=r"unknown baselines \['tensorrt'\]"):
+        call_command("evaluate_baselines", "atrex-fixture", "--hardware", "H200",
+                     "--kinds", "pytorch,tensorrt")
+    assert Submission.objects.filter(release=release).exclude(baseline="").count() == 1

@@ -1,9 +1,13 @@
-"""python manage.py check_release NAME [--release-version N]: check an imported release end to end.
+"""python manage.py check_release NAME [--release-version N] [--device-report FILE ...]:
+check an imported release end to end.
 
 Writes the release back out of the catalog (public and hidden files, as imported) and runs
 the harness's release check on it: the loader's checks, input keys against
 `Model.forward` on every shape, SOL on every hardware profile in the portal, and the
-references of the dev tier on this machine's CPU.
+references of the dev tier on this machine's CPU. The web tier has no GPU: whether every
+shape's reference runs on a GPU at all comes from a device report made on a GPU host
+(`python -m evaluation check-release --release DIR --device cuda --json FILE`); a shape
+whose reference cannot run there is a problem, one that may not fit an evaluation a warning.
 """
 
 from __future__ import annotations
@@ -15,8 +19,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.harness.release_check import OperatorCheck, check_release
-from evaluation.models import HardwareProfile, Release
+from evaluation.harness.release_check import (
+    DeviceCheck,
+    OperatorCheck,
+    check_release,
+    device_findings,
+)
+from evaluation.models import HardwareProfile, Release, Shape
 
 
 class Command(BaseCommand):
@@ -25,6 +34,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name")
         parser.add_argument("--release-version", type=int, default=None, help="default: the newest")
+        parser.add_argument("--device-report", type=Path, action="append", default=[],
+                            help="a GPU host's device report of this release (repeatable)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         releases = Release.objects.filter(name=options["name"]).order_by("-version")
@@ -36,6 +47,7 @@ class Command(BaseCommand):
             versions = ", ".join(str(v) for v in sorted(releases.values_list("version", flat=True)))
             raise CommandError(f"release {options['name']!r} has no version {wanted} "
                                f"(imported versions: {versions})")
+        reports = [self._device_report(path, release) for path in options["device_report"]]
         hardware = {h.name: h.as_spec() for h in HardwareProfile.objects.all()}
         self.stdout.write(f"checking {release}: {release.operators.count()} operators, "
                           f"hardware {', '.join(sorted(hardware))}")
@@ -46,12 +58,38 @@ class Command(BaseCommand):
         if result.release_error:
             raise CommandError(f"{release} does not load: {result.release_error}")
         problems = [p for op in result.operators for p in op.problems]
+        for report in reports:
+            device_problems, warnings = device_findings(report)
+            runs = len(report.shapes) - len(report.cannot_run())
+            self.stdout.write(f"  device report, {report.device}: {runs} of "
+                              f"{len(report.shapes)} shapes' references run")
+            for line in warnings:
+                self.stdout.write(f"    warning: {line}")
+            for line in device_problems:
+                self.stdout.write(f"    problem: {line}")
+            problems += device_problems
         shapes = sum(op.shapes for op in result.operators)
         dev = sum(op.dev_shapes_run for op in result.operators)
         self.stdout.write(f"{len(result.operators)} operators, {shapes} shapes, "
                           f"{dev} dev-tier references run, {len(problems)} problems")
         if problems:
             raise CommandError("release check failed:\n" + "\n".join(problems))
+
+    def _device_report(self, path: Path, release: Release) -> DeviceCheck:
+        """A device report, refused unless it covers exactly this release's shapes."""
+        try:
+            report = DeviceCheck.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"{path}: {exc}") from exc
+        expected = set(Shape.objects.filter(operator__release=release)
+                       .values_list("operator__name", "shape_id"))
+        reported = {(s.operator, s.shape_id) for s in report.shapes}
+        if reported != expected:
+            missing, extra = sorted(expected - reported), sorted(reported - expected)
+            raise CommandError(f"{path}: the report is not of {release}: "
+                               f"{len(missing)} of its shapes missing {missing[:3]}, "
+                               f"{len(extra)} shapes it does not have {extra[:3]}")
+        return report
 
     def _line(self, op: OperatorCheck) -> None:
         sol = (f"SOL {op.sol_range_us[0]:.3g}–{op.sol_range_us[1]:.3g} µs"

@@ -1,8 +1,10 @@
-"""python manage.py evaluate_baselines NAME --hardware SKU: the reference baselines.
+"""python manage.py evaluate_baselines NAME --hardware SKU [--kinds pytorch,torch_compile]:
+the reference baselines.
 
 Submits the release's own references, eager ("PyTorch reference") and under torch.compile
-("torch.compile reference"), as two baseline submissions to the GPU workers of SKU. When
-their jobs finish they appear beside the boards of that release and hardware, unranked.
+("torch.compile reference"), as baseline submissions to the GPU workers of SKU (both, or
+the kinds named). When their jobs finish they appear beside the boards of that release and
+hardware, unranked.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation.models import HardwareProfile, Release
+from submissions.models import Submission
 from submissions.services import baseline_submissions_create
+
+KINDS = [kind for kind in Submission.Baseline.values if kind]  # "" marks a team's submission
 
 
 class Command(BaseCommand):
@@ -21,6 +26,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="release name (newest version)")
         parser.add_argument("--hardware", required=True)
+        parser.add_argument("--kinds", default=",".join(KINDS),
+                            help=f"comma-separated baselines (default: {','.join(KINDS)})")
 
     def handle(self, *args: Any, **options: Any) -> None:
         release = Release.objects.filter(name=options["name"]).order_by("-version").first()
@@ -30,7 +37,12 @@ class Command(BaseCommand):
         if hardware is None:
             known = ", ".join(HardwareProfile.objects.values_list("name", flat=True))
             raise CommandError(f"no hardware profile {options['hardware']!r} (known: {known})")
-        for submission in baseline_submissions_create(release=release, hardware=hardware):
+        kinds = [k.strip() for k in options["kinds"].split(",") if k.strip()]
+        unknown = sorted(set(kinds) - set(KINDS))
+        if unknown or not kinds:
+            raise CommandError(f"unknown baselines {unknown} (known: {', '.join(KINDS)})")
+        for submission in baseline_submissions_create(release=release, hardware=hardware,
+                                                      kinds=kinds):
             jobs = submission.candidates.count()
             self.stdout.write(f"submission #{submission.pk}: {submission.get_baseline_display()}"
                               f", {jobs} operator jobs queued on {hardware.queue}")
