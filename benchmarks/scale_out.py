@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stack import gpu_worker, path_with, results_worker, stop, wait_ready
+
 REPO = Path(__file__).resolve().parents[1]
 HARDWARE = "H200"
 
@@ -55,7 +57,7 @@ def main() -> None:
             env = {**os.environ, "ATREX_VAR_DIR": folder,
                    "DATABASE_URL": os.environ.get("DATABASE_URL", f"sqlite:///{folder}/db.sqlite3"),
                    "DJANGO_SETTINGS_MODULE": "portal.settings",
-                   "PYTHONPATH": _path_with(str(REPO))}
+                   "PYTHONPATH": path_with(str(REPO))}
             done = subprocess.run(
                 [sys.executable, __file__, "--phase", str(count), "--folder", folder,
                  "--submissions", str(args.submissions), "--timeout-s", str(args.timeout_s)],
@@ -113,15 +115,15 @@ def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float) ->
     logs.mkdir()
     bundle = folder / "gpu-worker"
     build_bundle(bundle)
-    processes = [_worker("results", "results", {}, logs)]
+    processes = [results_worker("results", "results", {}, logs)]
     for index in range(workers):
         # one GPU and one sandbox uid per worker slot (sandbox.SandboxSettings)
         pin = {"ATREX_SANDBOX_UID": str(60001 + index), "ATREX_SANDBOX_GID": str(60001 + index)}
         if gpus:
             pin["CUDA_VISIBLE_DEVICES"] = str(index)
-        processes.append(_gpu_worker(f"eval{index}", f"eval.{HARDWARE}", pin, logs, bundle))
+        processes.append(gpu_worker(f"eval{index}", f"eval.{HARDWARE}", pin, logs, bundle))
     try:
-        _wait_ready(processes, logs)
+        wait_ready(processes, logs)
         started = time.monotonic()
         for index in range(submissions):
             sample = samples[index % len(samples)]
@@ -139,13 +141,7 @@ def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float) ->
             time.sleep(0.5)
         seconds = time.monotonic() - started
     finally:
-        for _, process in processes:
-            process.terminate()
-        for _, process in processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop(processes)
     jobs = list(EvaluationJob.objects.all())
     shapes = sum(job.shapes_total for job in jobs)
     stored = ShapeResult.objects.count()
@@ -159,49 +155,6 @@ def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float) ->
         "missing_results": shapes - stored,
         "device": torch.cuda.get_device_name() if gpus else "cpu (Triton interpreter)",
     }
-
-
-def _path_with(first: str) -> str:
-    """PYTHONPATH with `first` in front of what is there (the carried wheels on a GPU host)."""
-    return os.pathsep.join([first, *filter(None, [os.environ.get("PYTHONPATH", "")])])
-
-
-def _gpu_worker(name: str, queues: str, extra_env: dict[str, str], logs: Path,
-                bundle: Path) -> tuple[str, subprocess.Popen[bytes]]:
-    """A GPU worker from the bundle: the broker's settings and nothing of the web tier."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE", "DJANGO"))}
-    repo = str(REPO)
-    outside = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != repo]
-    env.update(extra_env, PYTHONPATH=os.pathsep.join([str(bundle), *outside]),
-               ATREX_SANDBOX_REQUIRED="1")
-    command = [sys.executable, "-m", "celery", "-A", "evaluation.worker.app", "worker", "-Q",
-               queues, "-n", f"{name}@%h", "--pool", "solo", "--without-gossip",
-               "--without-mingle", "--loglevel", "INFO"]
-    with open(logs / f"{name}.log", "wb") as out:
-        process = subprocess.Popen(command, cwd=bundle, env=env, stdout=out,
-                                   stderr=subprocess.STDOUT)
-    return name, process
-
-
-def _worker(name: str, queues: str, extra_env: dict[str, str],
-            logs: Path) -> tuple[str, subprocess.Popen[bytes]]:
-    command = [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", queues,
-               "-n", f"{name}@%h", "--pool", "solo", "--without-gossip", "--without-mingle",
-               "--loglevel", "INFO"]
-    with open(logs / f"{name}.log", "wb") as out:
-        process = subprocess.Popen(command, cwd=REPO, env={**os.environ, **extra_env},
-                                   stdout=out, stderr=subprocess.STDOUT)
-    return name, process
-
-
-def _wait_ready(processes: list[tuple[str, subprocess.Popen[bytes]]], logs: Path) -> None:
-    deadline = time.monotonic() + 180
-    for name, process in processes:
-        while b"ready." not in (logs / f"{name}.log").read_bytes():
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"worker {name} did not start:\n"
-                                 f"{(logs / f'{name}.log').read_text()[-3000:]}")
-            time.sleep(0.5)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,225 @@
+"""A release's PyTorch-eager baseline through the portal's real stack (the public Atrex-Bench's).
+
+In a state folder kept between runs: a SQLite database and kombu's filesystem broker, one
+results worker and one GPU worker from the bundle, started as scale_out.py starts them. The
+first run imports the release (`import_release`: the catalog and weights v1) and queues its
+baseline (`evaluate_baselines NAME --hardware H200 --kinds pytorch`). A run on a folder that
+already holds the database goes on where the last one stopped: the jobs that had not ended
+are sent again (one cut off while it ran starts again as a new attempt, as an admin's
+re-run does). Each run stops at its deadline and writes what the portal stored: per operator
+the shapes evaluated, passed and failed (with their errors), S_op, and the baseline row's
+S_agg as the portal scores it (the release's weights; fallbacks count for a baseline).
+
+Usage on a GPU host (no network; Python 3.12): run `scripts/device-wheels` here first, carry
+`.whl`, the release folder and the state folder, and begin with the install line that script
+prints:
+    python benchmarks/public_baseline.py --release DIR --state DIR --deadline-s 500 --json OUT
+Here, from the JSON of the last run (no GPU): python benchmarks/public_baseline.py --render OUT
+(writes its section of docs/baselines.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from stack import gpu_worker, path_with, results_worker, stop, wait_ready
+
+REPO = Path(__file__).resolve().parents[1]
+HARDWARE = "H200"
+DOC = REPO / "docs" / "baselines.md"
+SECTION = "## The public Atrex-Bench: PyTorch-eager baseline"
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    state: Path = args.state.resolve()
+    state.mkdir(parents=True, exist_ok=True)
+    database = state / "db.sqlite3"
+    resuming = database.exists()
+    os.environ.update(ATREX_VAR_DIR=str(state), DATABASE_URL=f"sqlite:///{database}",
+                      DJANGO_SETTINGS_MODULE="portal.settings", PYTHONPATH=path_with(str(REPO)))
+    os.environ.pop("CELERY_BROKER_URL", None)  # the filesystem broker, in the state folder
+    shutil.rmtree(state / "broker", ignore_errors=True)  # jobs are sent again below, once
+    sys.path.insert(0, str(REPO))
+    import django
+
+    django.setup()
+    import torch
+    from django.core.management import call_command
+
+    from evaluation.models import Release
+    from evaluation.worker.bundle import build as build_bundle
+    from submissions.jobs import ACTIVE, dispatch_job, job_rerun
+    from submissions.models import EvaluationJob
+
+    started = time.monotonic()
+    deadline = started + args.deadline_s
+    call_command("migrate", verbosity=0)
+    if resuming:
+        release = Release.objects.order_by("-pk").first()
+        assert release is not None
+        for job in EvaluationJob.objects.filter(status__in=ACTIVE):
+            if job.status == EvaluationJob.Status.RUNNING:
+                job_rerun(job=job, actor=None)
+            else:
+                dispatch_job(job.pk)
+    else:
+        call_command("import_release", str(args.release))  # the catalog and weights v1
+        release = Release.objects.order_by("-pk").first()
+        assert release is not None
+        call_command("evaluate_baselines", release.name, "--hardware", HARDWARE,
+                     "--kinds", "pytorch")
+    logs = state / "logs"
+    logs.mkdir(exist_ok=True)
+    bundle = state / "gpu-worker"
+    shutil.rmtree(bundle, ignore_errors=True)
+    build_bundle(bundle)
+    pin = {"ATREX_SANDBOX_UID": "60001", "ATREX_SANDBOX_GID": "60001"}
+    if torch.cuda.is_available():
+        pin["CUDA_VISIBLE_DEVICES"] = "0"
+    processes = [results_worker("results", "results", {}, logs),
+                 gpu_worker("eval0", f"eval.{HARDWARE}", pin, logs, bundle)]
+    try:
+        wait_ready(processes, logs)
+        last = 0.0
+        while EvaluationJob.objects.filter(status__in=ACTIVE).exists():
+            if time.monotonic() > deadline:
+                print("deadline: stopping with jobs still to run", flush=True)
+                break
+            for name, process in processes:
+                if process.poll() is not None:
+                    raise SystemExit(f"worker {name} exited:\n"
+                                     f"{(logs / f'{name}.log').read_text()[-3000:]}")
+            if time.monotonic() - last > 30:
+                last = time.monotonic()
+                print(progress_line(), flush=True)
+            time.sleep(1)
+    finally:
+        stop(processes)
+    report = summary(release, time.monotonic() - started, resuming)
+    report["device"] = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+    report["torch"] = torch.__version__
+    return report
+
+
+def progress_line() -> str:
+    from submissions.models import EvaluationJob, ShapeResult
+
+    ended = EvaluationJob.objects.exclude(status__in=("queued", "running")).count()
+    running = EvaluationJob.objects.filter(status="running").values_list(
+        "candidate__operator__name", flat=True)
+    return (f"{time.strftime('%H:%M:%S')} jobs ended {ended}/{EvaluationJob.objects.count()}, "
+            f"shape results {ShapeResult.objects.count()}, running: {', '.join(running) or '-'}")
+
+
+def summary(release: Any, seconds: float, resumed: bool) -> dict[str, Any]:
+    """What the portal stored, per operator, and the baseline row's score."""
+    from leaderboard.models import SubmissionScore
+    from leaderboard.services import rescore_submission
+    from submissions.models import EvaluationJob, ShapeResult, Submission
+
+    submission = Submission.objects.get(release=release, baseline=Submission.Baseline.PYTORCH)
+    # The results worker rescores when a job ends, as a task of its own; the workers are
+    # stopped now, so the last one may not have run: score what is stored, here.
+    rescore_submission(submission)
+    operators = {}
+    for job in EvaluationJob.objects.filter(candidate__submission=submission).select_related(
+            "candidate__operator").order_by("candidate__operator__name"):
+        results = list(ShapeResult.objects.filter(job=job, attempt=job.attempts)
+                       .select_related("shape"))
+        attainments = [(r.attainment or 0.0) if r.status == "passed" else 0.0 for r in results]
+        operators[job.candidate.operator.name] = {
+            "status": job.status, "shapes_total": job.shapes_total, "evaluated": len(results),
+            "passed": sum(r.status == "passed" for r in results),
+            "timed": sum(r.median_s is not None for r in results),
+            "s_op": statistics.median(attainments) if job.status == "scored" and attainments
+            else None,
+            "failed": [{"shape": r.shape.shape_id, "stage": r.failed_stage,
+                        "error": (r.error or "")[:300]} for r in results if r.status != "passed"],
+            "seconds": sum(float(r.raw.get("seconds") or 0.0) for r in results),
+            "error": job.error[:300]}
+    score = SubmissionScore.objects.filter(submission=submission,
+                                           weight_set__active=True).first()
+    return {"release": str(release), "seconds": seconds, "resumed": resumed,
+            "date": time.strftime("%Y-%m-%d"), "operators": operators,
+            "weights": dict(score.weight_set.weights) if score else {},
+            "score": {"aggregate": score.aggregate, "unweighted_mean": score.unweighted_mean,
+                      "complete": score.complete, "by_operator": score.by_operator,
+                      "correctness_rate": score.correctness_rate} if score else None}
+
+
+def render(report: dict[str, Any]) -> str:
+    operators = report["operators"]
+    weights = report.get("weights") or {}
+    score = report.get("score") or {}
+    by_operator = score.get("by_operator") or {}
+    ended = [op for op in operators.values() if op["status"] not in ("queued", "running")]
+    lines = [SECTION, "",
+             f"Written by `benchmarks/public_baseline.py` on {report['device']} (torch "
+             f"{report['torch']}), {report['date']}: the release's own references "
+             "(`reference.py`, eager PyTorch) submitted by `evaluate_baselines --kinds pytorch` "
+             "and evaluated by a GPU worker of the portal's real stack (results worker, GPU "
+             "worker from the bundle, SQLite, filesystem broker), every shape of the release. "
+             f"{len(ended)} of {len(operators)} operator jobs ended; S_op and S_agg as the "
+             "portal stores them for the baseline row (a failed shape scores 0; fallbacks count "
+             "for a baseline).", "",
+             "| operator | weight | shapes | passed | timed | S_op | job |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for name, op in sorted(operators.items(), key=lambda kv: -weights.get(kv[0], 0.0)):
+        s_op = by_operator.get(name) if op["status"] not in ("queued", "running") else None
+        lines.append(f"| {name} | {weights.get(name, 0.0):.3f} | {op['shapes_total']} | "
+                     f"{op['passed']} | {op['timed']} | "
+                     f"{f'{s_op:.4f}' if s_op is not None else '–'} | {op['status']} |")
+    aggregate = score.get("aggregate")
+    lines += ["", f"S_agg (release weights): **{aggregate:.4f}**" if aggregate is not None
+              and score.get("complete") else "S_agg: not complete (operators still to run)"]
+    failed = [(name, f) for name, op in sorted(operators.items()) for f in op["failed"]]
+    if failed:
+        lines += ["", "Shapes that failed (scored 0):", "", "| operator | shape | stage | error |",
+                  "| --- | --- | --- | --- |"]
+        lines += [f"| {name} | {f['shape']} | {f['stage']} | {f['error'][:160].replace('|', '/')} |"
+                  for name, f in failed]
+    return "\n".join(lines) + "\n"
+
+
+def write_section(text: str, doc: Path = DOC) -> None:
+    """Replace (or append) this section of docs/baselines.md, up to the next '## ' heading."""
+    current = doc.read_text() if doc.exists() else ""
+    start = current.find(SECTION)
+    if start < 0:
+        doc.write_text(current.rstrip("\n") + "\n\n" + text)
+        return
+    end = current.find("\n## ", start + len(SECTION))
+    doc.write_text(current[:start] + text + (current[end:] if end >= 0 else ""))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--release", type=Path)
+    parser.add_argument("--state", type=Path)
+    parser.add_argument("--deadline-s", type=float, default=500)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--render", type=Path, help="the JSON of a run: write its doc section")
+    args = parser.parse_args()
+    if args.render:
+        write_section(render(json.loads(args.render.read_text())))
+        print(f"wrote {DOC}")
+        return 0
+    if args.state is None or (args.release is None and not (args.state / "db.sqlite3").exists()):
+        parser.error("--state, and --release for a first run")
+    report = run(args)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    print(render(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
