@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 dispatch_job(job.pk)
     else:
         call_command("import_release", str(args.release))  # the catalog and weights v1
+        call_command("import_hardware")  # an upstream release brings no H200 profile
         release = Release.objects.order_by("-pk").first()
         assert release is not None
         call_command("evaluate_baselines", release.name, "--hardware", HARDWARE,

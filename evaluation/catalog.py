@@ -13,7 +13,13 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Max
 
-from evaluation.harness.release import DTYPE_TO_PEAK_PATH, PEAK_PATH_UNIT, ReleaseError, load_release
+from evaluation.harness.release import (
+    DTYPE_TO_PEAK_PATH,
+    PEAK_PATH_UNIT,
+    ReleaseError,
+    load_release,
+    project_hardware_profiles,
+)
 from evaluation.harness.release import HardwareProfile as HardwareSpec
 from evaluation.harness.release import Release as LoadedRelease
 from evaluation.models import (
@@ -102,8 +108,8 @@ class HardwareProfileError(DomainError):
     """A hardware profile's figures that cannot be stored: says which and why."""
 
 
-def hardware_profile_from_release(spec: HardwareSpec, *,
-                                  release: str) -> tuple[HardwareProfile, list[str]]:
+def hardware_profile_from_release(spec: HardwareSpec, *, release: str,
+                                  origin: str | None = None) -> tuple[HardwareProfile, list[str]]:
     """The stored profile `spec` names, created (as its version 1) when there is none.
 
     An existing profile is never changed by an import: every release and every stored
@@ -118,9 +124,33 @@ def hardware_profile_from_release(spec: HardwareSpec, *,
     if created:
         HardwareProfileVersion.objects.create(
             profile=profile, version=1, **figures,
-            note=f"created by importing release {release} (configs/hardware)")
+            note=origin or f"created by importing release {release} (configs/hardware)")
         return profile, []
     return profile, hardware_differences(profile.as_spec(), spec)
+
+
+@dataclass(frozen=True)
+class HardwareImport:
+    profile: HardwareProfile
+    created: bool
+    differences: list[str]  # what the YAML would change in a profile already stored
+
+
+def project_hardware_import() -> list[HardwareImport]:
+    """The project's own profiles (evaluation/hardware: H200, H100, H20, MI300X) stored where
+    the portal has none of that name yet; a stored one is never changed (as by an import).
+
+    A release in the upstream layout brings only its own SKUs (the public Atrex-Bench:
+    XPU-A and XPU-B); without these, nothing of it could be evaluated on an H200.
+    """
+    imported = []
+    with transaction.atomic():
+        for spec in project_hardware_profiles().values():
+            existed = HardwareProfile.objects.filter(name=spec.name).exists()
+            profile, differences = hardware_profile_from_release(
+                spec, release="", origin="created from the project's profiles (evaluation/hardware)")
+            imported.append(HardwareImport(profile, not existed, differences))
+    return imported
 
 
 def hardware_profile_version_create(*, profile: HardwareProfile, figures: HardwareSpec,

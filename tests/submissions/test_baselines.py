@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import types
+from pathlib import Path
 from unittest import mock
 
 import pytest
@@ -12,6 +14,7 @@ from django.core.management.base import CommandError
 from evaluation.baselines import PYTORCH, TORCH_COMPILE, baseline_source
 from evaluation.catalog import release_import
 from evaluation.harness.operator_files import candidate_model_class
+from evaluation.models import HardwareProfile
 from portal.audit.models import AuditEntry
 from submissions.models import EvaluationJob, Submission
 from tests.conftest import FIXTURE_RELEASE
@@ -63,3 +66,32 @@ def test_the_command_queues_only_the_baselines_named(
         call_command("evaluate_baselines", "atrex-fixture", "--hardware", "H200",
                      "--kinds", "pytorch,tensorrt")
     assert Submission.objects.filter(release=release).exclude(baseline="").count() == 1
+
+
+def test_a_release_without_an_h200_profile_is_evaluated_on_one_after_import_hardware(
+        tmp_path: Path, django_capture_on_commit_callbacks: object,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The public Atrex-Bench brings only its own SKUs (XPU-A, XPU-B): imported alone, it had no
+    H200 to be evaluated on until the project's profiles were stored."""
+    root = tmp_path / "upstream-like"
+    shutil.copytree(FIXTURE_RELEASE, root)
+    for path in (root / "configs" / "hardware").glob("*.yaml"):
+        if path.stem != "H20":
+            path.unlink()
+    call_command("import_release", str(root))
+    with pytest.raises(CommandError, match=r"no hardware profile 'H200' \(known: H20\); "
+                                           r"`manage.py import_hardware` stores"):
+        call_command("evaluate_baselines", "upstream-like", "--hardware", "H200")
+    call_command("import_hardware")
+    out = capsys.readouterr().out
+    assert "H200: stored as v1 (queue eval.H200)" in out and "H20: already stored (v1)" in out
+    assert HardwareProfile.objects.get(name="H200").versions.get().note.startswith(
+        "created from the project's profiles")
+    with mock.patch("submissions.jobs.dispatch_job") as dispatch, \
+            django_capture_on_commit_callbacks(execute=True):  # type: ignore[operator]
+        call_command("evaluate_baselines", "upstream-like", "--hardware", "H200",
+                     "--kinds", PYTORCH)
+    assert dispatch.call_count == 6
+    call_command("import_hardware")  # again: nothing changes
+    assert "H200: already stored (v1), unchanged" in capsys.readouterr().out
+    assert HardwareProfile.objects.get(name="H200").version == 1

@@ -36,7 +36,9 @@ class Command(BaseCommand):
         hardware = HardwareProfile.objects.filter(name=options["hardware"]).first()
         if hardware is None:
             known = ", ".join(HardwareProfile.objects.values_list("name", flat=True))
-            raise CommandError(f"no hardware profile {options['hardware']!r} (known: {known})")
+            raise CommandError(f"no hardware profile {options['hardware']!r} (known: {known}); "
+                               "`manage.py import_hardware` stores the project's profiles "
+                               "(H200, H100, H20, MI300X)")
         kinds = [k.strip() for k in options["kinds"].split(",") if k.strip()]
         unknown = sorted(set(kinds) - set(KINDS))
         if unknown or not kinds:
