@@ -5,10 +5,11 @@ results worker and one GPU worker from the bundle, started as scale_out.py start
 first run imports the release (`import_release`: the catalog and weights v1) and queues its
 baseline (`evaluate_baselines NAME --hardware H200 --kinds pytorch`). A run on a folder that
 already holds the database goes on where the last one stopped: the jobs that had not ended
-are sent again (one cut off while it ran starts again as a new attempt, as an admin's
-re-run does). Each run stops at its deadline and writes what the portal stored: per operator
-the shapes evaluated, passed and failed (with their errors), S_op, and the baseline row's
-S_agg as the portal scores it (the release's weights; fallbacks count for a baseline).
+are sent again, the heaviest operators first (one cut off while it ran starts again, last,
+as a new attempt, as an admin's re-run does). Each run stops at its deadline and writes what
+the portal stored: per operator the shapes evaluated, passed and failed (with their
+errors), S_op, and the baseline row's S_agg as the portal scores it (the release's weights;
+fallbacks count for a baseline).
 
 Usage on a GPU host (no network; Python 3.12): run `scripts/device-wheels` here first, carry
 `.whl`, the release folder and the state folder, and begin with the install line that script
@@ -65,7 +66,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if resuming:
         release = Release.objects.order_by("-pk").first()
         assert release is not None
-        for job in EvaluationJob.objects.filter(status__in=ACTIVE):
+        weights = release.weight_sets.get(active=True).weights
+        unfinished = list(EvaluationJob.objects.filter(status__in=ACTIVE)
+                          .select_related("candidate__operator"))
+        # the heaviest operators first; a job cut off while it ran last (it starts again
+        # from its first shape)
+        unfinished.sort(key=lambda job: (job.status == EvaluationJob.Status.RUNNING,
+                                         -weights.get(job.candidate.operator.name, 0.0)))
+        for job in unfinished:
             if job.status == EvaluationJob.Status.RUNNING:
                 job_rerun(job=job, actor=None)
             else:

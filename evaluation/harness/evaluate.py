@@ -59,6 +59,9 @@ class EvaluationSettings:
     timing: TimingSettings = TimingSettings()
     timing_input_sets: int = 4
     timing_input_bytes: int = 2 * 1024**3  # rotate fewer sets for large inputs
+    # Above this size of one input set the trusted side judges the correctness trials after
+    # the child has run them all, not while it runs the next (device memory, _correctness).
+    overlap_input_bytes: int = 1024**3
     device: str | None = None  # "cuda" or "cpu"; None picks the GPU when there is one
     sandbox: SandboxSettings = SandboxSettings()
 
@@ -190,6 +193,7 @@ class _ShapeRun:
         self.seeds = _SeedSource(job.seed, shape_id)
         self.init_seed = self.seeds.draw()
         self._reference_model: torch.nn.Module | None = None
+        self._input_set_bytes: int | None = None
         self.base = {"shape_id": shape_id, "init_kwargs": dict(self.spec.init_kwargs),
                      "input_kwargs": dict(self.spec.input_kwargs), "init_seed": self.init_seed}
 
@@ -241,25 +245,39 @@ class _ShapeRun:
         reference = self._reference()
         failures: list[Comparison] = []
         worst: list[Comparison] = []
+        reported: list[dict[str, Any]] = []
+        # Each trial is judged while the child runs the next, unless the shape is large: then
+        # both sides would hold it on the one GPU at once (an H200 holds a public fp8 MoE
+        # shape's 108 GiB reference once, not twice), and the trials are judged after the
+        # child has run them all and handed its memory back.
+        one_at_a_time = self._input_bytes() > self.settings.overlap_input_bytes
 
-        def check_trial(event: dict[str, Any]) -> None:
-            if event.get("event") != "trial":
-                return
-            index = event.get("index")
-            if not isinstance(index, int) or not 0 <= index < len(seeds) or index != len(worst):
-                raise CandidateError("correctness", f"the result channel reported trial {index!r} "
-                                                    f"out of order")
-            if index == 0:
-                self.result.stage_reached = "compile"
-                self.stage = "correctness"
-            comparison = self._check_trial(reference, seeds[index], event)
+        def judge(event: dict[str, Any]) -> None:
+            comparison = self._check_trial(reference, seeds[event["index"]], event)
             self.result.trials_checked += 1
             worst.append(comparison)
             if not comparison.passed:
                 failures.append(comparison)
 
+        def on_trial(event: dict[str, Any]) -> None:
+            if event.get("event") != "trial":
+                return
+            index = event.get("index")
+            if not isinstance(index, int) or not 0 <= index < len(seeds) or index != len(reported):
+                raise CandidateError("correctness", f"the result channel reported trial {index!r} "
+                                                    f"out of order")
+            if index == 0:
+                self.result.stage_reached = "compile"
+                self.stage = "correctness"
+            reported.append(event)
+            if not one_at_a_time:
+                judge(event)
+
         self.child.request({"cmd": "correctness", **self.base, "trial_seeds": seeds},
-                           self.settings.compile_timeout_s, on_event=check_trial)
+                           self.settings.compile_timeout_s, on_event=on_trial)
+        if one_at_a_time:
+            for event in reported:
+                judge(event)
         if len(worst) != len(seeds):
             raise CandidateError("correctness", f"{len(worst)} of {len(seeds)} trials reported")
         finite = [c for c in worst if c.max_abs_error != float("inf")]
@@ -410,10 +428,14 @@ class _ShapeRun:
         self.result.stage_reached = "performance"
 
     def _input_bytes(self) -> int:
-        """The size of one input set, measured on a set the trusted side draws and drops."""
-        with _trusted_allocations(self.device):
-            probe = make_inputs(self.trusted.inputs, self.spec.input_kwargs, 0, self.device)
-        return tensor_bytes(probe)
+        """The size of one input set, measured once on a set the trusted side draws and drops."""
+        if self._input_set_bytes is None:
+            with _trusted_allocations(self.device):
+                probe = make_inputs(self.trusted.inputs, self.spec.input_kwargs, 0, self.device)
+            self._input_set_bytes = tensor_bytes(probe)
+            del probe
+            release_cached_memory(self.device)
+        return self._input_set_bytes
 
     def _check_timed_calls(self, checked: object, max_checks: int) -> None:
         if not isinstance(checked, list) or not 1 <= len(checked) <= max_checks or not all(

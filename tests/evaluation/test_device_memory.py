@@ -93,3 +93,45 @@ def test_a_device_report_round_trips_and_refuses_other_documents() -> None:
     with pytest.raises(ValueError, match="malformed device report"):
         DeviceCheck.from_dict({"format": DEVICE_REPORT_FORMAT, "device": "x", "total_bytes": 1,
                                "shapes": [{"operator": "moe", "colour": "red"}]})
+
+
+@pytest.mark.parametrize(("overlap_input_bytes", "judged_while_the_child_ran"),
+                         [(1 << 40, True), (0, False)])
+def test_trials_of_a_large_shape_are_judged_after_the_child_ran_them_all(
+        overlap_input_bytes: int, judged_while_the_child_ran: bool) -> None:
+    """Above overlap_input_bytes the parent computes no reference while the child holds the
+    shape on the same device (the trials are judged after its request returned)."""
+    from dataclasses import replace
+    from unittest import mock
+
+    from evaluation.harness import evaluate as evaluate_mod
+    from evaluation.harness.sandbox import ChildProcess
+    from tests.evaluation.helpers import run_candidate
+
+    inside: list[bool] = []
+    state = {"in_request": False}
+    real_request, real_check = ChildProcess.request, evaluate_mod._ShapeRun._check_trial
+
+    def request(self: ChildProcess, command: dict, *args: object, **kwargs: object) -> dict:
+        state["in_request"] = command.get("cmd") == "correctness"
+        try:
+            return real_request(self, command, *args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            state["in_request"] = False
+
+    def check(self: object, *args: object) -> object:
+        inside.append(state["in_request"])
+        return real_check(self, *args)  # type: ignore[arg-type]
+
+    settings = replace(TEST_SETTINGS, overlap_input_bytes=overlap_input_bytes)
+    with mock.patch.object(ChildProcess, "request", request), \
+            mock.patch.object(evaluate_mod._ShapeRun, "_check_trial", check):
+        good = run_candidate("rms_norm", sample_source("rms_norm", "triton_native"),
+                             ["dev-t4-h256"], settings=settings)
+        wrong = run_candidate("rms_norm", sample_source("rms_norm", "wrong"),
+                              ["dev-t4-h256"], settings=settings)
+    assert good.shapes[0].status == "passed" and good.shapes[0].trials_checked == 5
+    assert wrong.shapes[0].status == "failed" and wrong.shapes[0].failed_stage == "correctness"
+    assert wrong.shapes[0].error is not None and "5 of 5 trials failed" in wrong.shapes[0].error
+    correctness_checks = inside[:5]  # the first shape's five trials
+    assert correctness_checks == [judged_while_the_child_ran] * 5
