@@ -170,13 +170,15 @@ def render(report: dict[str, Any]) -> str:
     score = report.get("score") or {}
     by_operator = score.get("by_operator") or {}
     ended = [op for op in operators.values() if op["status"] not in ("queued", "running")]
+    shapes = sum(op["shapes_total"] for op in operators.values())
     lines = [SECTION, "",
              f"Written by `benchmarks/public_baseline.py` on {report['device']} (torch "
              f"{report['torch']}), {report['date']}: the release's own references "
              "(`reference.py`, eager PyTorch) submitted by `evaluate_baselines --kinds pytorch` "
              "and evaluated by a GPU worker of the portal's real stack (results worker, GPU "
-             "worker from the bundle, SQLite, filesystem broker), every shape of the release. "
-             f"{len(ended)} of {len(operators)} operator jobs ended; S_op and S_agg as the "
+             f"worker from the bundle, SQLite, filesystem broker), every shape of {report['release']} "
+             f"as imported ({len(operators)} operators, {shapes} shapes). {len(ended)} of "
+             f"{len(operators)} operator jobs ended; S_op and S_agg as the "
              "portal stores them for the baseline row (a failed shape scores 0; fallbacks count "
              "for a baseline).", "",
              "| operator | weight | shapes | passed | timed | S_op | job |",
@@ -187,8 +189,15 @@ def render(report: dict[str, Any]) -> str:
                      f"{op['passed']} | {op['timed']} | "
                      f"{f'{s_op:.4f}' if s_op is not None else '–'} | {op['status']} |")
     aggregate = score.get("aggregate")
-    lines += ["", f"S_agg (release weights): **{aggregate:.4f}**" if aggregate is not None
-              and score.get("complete") else "S_agg: not complete (operators still to run)"]
+    if aggregate is not None and score.get("complete") and len(ended) == len(operators):
+        lines += ["", f"S_agg (release weights): **{aggregate:.4f}**"]
+    else:
+        unfinished = [name for name, op in operators.items() if op not in ended]
+        share = sum(weights.get(name, 0.0) for name in unfinished)
+        lines += ["", f"**No S_agg yet**: {len(unfinished)} operator jobs, {share:.0%} of the "
+                      "weight, had not ended when the run's deadline came (queued, or cut off "
+                      "while running: that one starts again from its first shape). A run on the "
+                      "same state folder goes on from there and rewrites this section."]
     failed = [(name, f) for name, op in sorted(operators.items()) for f in op["failed"]]
     if failed:
         lines += ["", "Shapes that failed (scored 0):", "", "| operator | shape | stage | error |",

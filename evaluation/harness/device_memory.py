@@ -24,7 +24,10 @@ def configure_cuda_allocator() -> None:
     """Expandable segments for this process's CUDA allocations from now on."""
     import torch
 
-    setter = getattr(torch.cuda.memory, "_set_allocator_settings", None)
+    # torch 2.11 warns that the CUDA-specific setter is deprecated for the accelerator one;
+    # older releases have only the former
+    setter = getattr(torch._C, "_accelerator_setAllocatorSettings", None) \
+        or getattr(torch.cuda.memory, "_set_allocator_settings", None)
     if setter is not None and torch.cuda.is_available():
         setter(CUDA_ALLOCATOR_SETTINGS)
 

@@ -1,9 +1,10 @@
-"""`python -m evaluation evaluate`: table, JSON, exit codes."""
+"""`python -m evaluation evaluate` and `check-release`: table, JSON, exit codes."""
 
 from __future__ import annotations
 
 import json
 import pwd
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -85,3 +86,30 @@ def test_it_runs_the_candidate_as_the_uid_in_atrex_sandbox_uid(tmp_path: Path) -
     assert result["isolation"]["uid"] == 60001
     assert [(s["status"], s["adoption"]["verdict"]) for s in result["shapes"]] == \
         [("passed", "native")] * 2
+
+
+def check_release_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "evaluation", "check-release", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=300,
+                          env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "CUDA_VISIBLE_DEVICES": ""})
+
+
+def test_check_release_exits_1_on_problems_2_on_a_broken_release_and_wants_a_gpu_for_cuda(
+        tmp_path: Path) -> None:
+    ok = check_release_cli("--release", str(FIXTURE_RELEASE))
+    assert ok.returncode == 0, ok.stderr
+    assert "6 operators" in ok.stderr and "0 problems in the files" in ok.stderr
+    broken = tmp_path / "broken"
+    shutil.copytree(FIXTURE_RELEASE, broken)
+    (broken / "data" / "rms_norm" / "input.py").unlink()
+    refused = check_release_cli("--release", str(broken))
+    assert refused.returncode == 2 and "data/rms_norm/input.py" in refused.stderr
+    wrong_keys = tmp_path / "wrong-keys"
+    shutil.copytree(FIXTURE_RELEASE, wrong_keys)
+    source = (wrong_keys / "data" / "rms_norm" / "input.py").read_text()
+    (wrong_keys / "data" / "rms_norm" / "input.py").write_text(
+        source.replace('"weight"', '"w"'))
+    problems = check_release_cli("--release", str(wrong_keys))
+    assert problems.returncode == 1 and "problem: data/rms_norm/shapes.json" in problems.stderr
+    no_gpu = check_release_cli("--release", str(FIXTURE_RELEASE), "--device", "cuda")
+    assert no_gpu.returncode == 2 and "--device cuda: no GPU here" in no_gpu.stderr
