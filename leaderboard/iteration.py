@@ -2,7 +2,7 @@
 team's submissions, oldest to newest, and two submissions compared shape by shape with the
 source diff of each operator's candidate.
 
-Selectors only: callers decide who may see what (`submissions.selectors.submission_visible`
+Selectors only: callers decide who may see what (`submissions.visibility.visible_submission`
 for a comparison; a history is always the acting team's own). S_op is read from the stored,
 weight-independent summaries (`ScoreSummary`), so it is the number every board uses.
 """

@@ -14,8 +14,8 @@ from portal.accounts.auth import is_admin
 from portal.api_schema import errors
 from submissions.api import SUBMISSION_STATUSES, ReleaseRefOut, acting_team
 from submissions.models import EvaluationJob, Submission
-from submissions.selectors import submission_visible
 from submissions.services import MAX_BIG_INTEGER
+from submissions.visibility import visible_submission
 
 
 class HistoryIn(serializers.Serializer):
@@ -143,6 +143,6 @@ class SubmissionCompareApi(APIView):
     def get(self, request: Request, pk: int, other: int) -> Response:
         if not is_admin(request):
             acting_team(request)  # 401 without credentials; others' submissions are 404
-        compare = submission_compare(submission_visible(request, pk),
-                                     submission_visible(request, other))
+        compare = submission_compare(visible_submission(request, pk),
+                                     visible_submission(request, other))
         return Response(CompareOut(compare).data)

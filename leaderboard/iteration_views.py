@@ -14,8 +14,8 @@ from django.utils.http import urlencode
 from evaluation.models import HardwareProfile, Operator, Release
 from leaderboard.iteration import history_targets, operator_history, submission_compare
 from portal.accounts.auth import request_team
-from submissions.selectors import submission_visible
 from submissions.services import MAX_BIG_INTEGER
+from submissions.visibility import visible_submission
 
 
 def operator_or_404(name: str) -> str:
@@ -65,5 +65,5 @@ def operator_history_page(request: HttpRequest, operator: str) -> HttpResponse:
 
 @login_required
 def submission_compare_page(request: HttpRequest, pk: int, other: int) -> HttpResponse:
-    compare = submission_compare(submission_visible(request, pk), submission_visible(request, other))
+    compare = submission_compare(visible_submission(request, pk), visible_submission(request, other))
     return render(request, "leaderboard/compare.html", {"compare": compare})

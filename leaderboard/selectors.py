@@ -12,7 +12,6 @@ from typing import Any
 from django.db import connection
 from django.db.models import F
 from django.db.models.functions import Coalesce
-from django.http import Http404
 
 from evaluation.harness.roofline import roofline_point
 from evaluation.models import HardwareProfile, Operator, Release
@@ -31,14 +30,14 @@ BOARDS = {"aggregate": "Aggregate (S_agg)", "memory": "Memory-bound shapes",
           "decode": "Decode operators"}
 
 
-def weight_set_for(release: Release, version: str | None) -> WeightSet:
+def weight_set_for(release: Release, version: str | None) -> WeightSet | None:
+    """Version `version` of the release's weights (digits), else the active set; None when
+    there is no such version (or none active)."""
     sets = release.weight_sets.all()
-    chosen = sets.filter(version=int(version)) if version and version.isdigit() else \
-        sets.filter(active=True)
-    weight_set = chosen.first()
-    if weight_set is None:
-        raise Http404("no such weight set")
-    return weight_set
+    if not version or not (version.isascii() and version.isdigit()):
+        return sets.filter(active=True).first()
+    # more digits than a version column holds is no version (and would overflow the driver)
+    return sets.filter(version=int(version)).first() if len(version) <= 9 else None
 
 
 def board_freeze(release: Release, hardware: HardwareProfile) -> BoardFreeze | None:
@@ -86,7 +85,7 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     board leaves out submissions made after it was frozen.
     """
     if board not in BOARDS:
-        raise Http404("no such board")
+        raise ValueError(f"no board named {board!r}: {', '.join(BOARDS)}")
     if board in SUBSET_BOARDS and not board_has_shapes(release, hardware, board):
         return []  # no shape of the release falls in this board's subset on this hardware
     scores = (SubmissionScore.objects

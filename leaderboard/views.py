@@ -1,5 +1,6 @@
-"""Boards (aggregate, per regime, per phase, per operator), analysis and what-changed pages,
-with JSON and CSV exports that carry the same numbers as the pages; admin board tools."""
+"""Boards (aggregate, per regime, per phase, per operator), analysis and what-changed pages
+(their JSON and CSV exports, with the same numbers, are API views: leaderboard/exports.py);
+admin board tools."""
 
 from __future__ import annotations
 
@@ -16,20 +17,15 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_http_methods, require_POST
 
 from evaluation.models import HardwareProfile, Release
-from leaderboard.scoring import WeightError
-from leaderboard.selectors import (
-    BOARDS,
-    COLUMNS,
-    NUMBER_COLUMNS,
-    analysis_points,
-    baseline_rows,
-    board_freeze,
-    board_rows,
-    operator_board,
-    rank_changes,
-    rows_as_csv,
-    weight_set_for,
+from leaderboard.board_requests import (
+    BOARD_CACHE_S,
+    analysis_data,
+    board_data,
+    operator_board_data,
+    rank_changes_data,
 )
+from leaderboard.scoring import WeightError
+from leaderboard.selectors import BOARDS, COLUMNS, NUMBER_COLUMNS
 from leaderboard.services import (
     arithmetic_intensity,
     board_freeze_set,
@@ -40,13 +36,9 @@ from leaderboard.services import (
 )
 from portal import derived_cache
 from submissions.models import ShapeResult
-from submissions.selectors import submission_visible
+from submissions.visibility import visible_submission
 
 PAGE_SIZE = 50  # rows per board page; the JSON and CSV exports carry every row
-# Boards are cached (portal/derived_cache.py): every write that changes one drops them at
-# once; where the cache is per process (embedded default) a board lags a worker's rescore by
-# at most this long.
-BOARD_CACHE_S = 10
 SCORE_COLUMNS = ("aggregate", "memory", "compute", "prefill", "decode", "unweighted_mean")
 
 
@@ -74,33 +66,9 @@ def _cells(row: dict[str, Any], baseline: bool = False) -> list[Cell]:
     return cells
 
 
-def _board(request: HttpRequest, pk: int, hardware: str,
-           board: str = "aggregate") -> dict[str, Any]:
-    """What a board's page and its exports both show."""
-    release = get_object_or_404(Release, pk=pk)
-    profile = get_object_or_404(HardwareProfile, name=hardware)
-    weight_set = weight_set_for(release, request.GET.get("weights"))
-    board = request.GET.get("board", board)
-    all_submissions = request.GET.get("all") == "1"
-    sort = request.GET.get("sort", board)
-    sort = sort if sort in NUMBER_COLUMNS else board  # any other value sorts by the board
-
-    def compute() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        return (board_rows(release=release, hardware=profile, weight_set=weight_set,
-                           all_submissions=all_submissions, sort=sort, board=board),
-                baseline_rows(release=release, hardware=profile, weight_set=weight_set))
-
-    key = f"{release.pk}:{profile.pk}:{weight_set.pk}:{board}:{int(all_submissions)}:{sort}"
-    rows, baselines = derived_cache.remember(derived_cache.BOARDS, f"board:{key}", compute,
-                                             BOARD_CACHE_S)
-    return {"release": release, "hardware": profile, "weight_set": weight_set, "board": board,
-            "rows": rows, "freeze": board_freeze(release, profile), "baselines": baselines,
-            "cache_key": key}
-
-
 def board_page(request: HttpRequest, pk: int, hardware: str,
                board: str = "aggregate") -> HttpResponse:
-    data = _board(request, pk, hardware, board)
+    data = board_data(request.GET, pk, hardware, board)
     rows = data.pop("rows")
     release = data["release"]
     query = request.GET.copy()  # what sorting and paging links keep
@@ -136,97 +104,13 @@ def board_page(request: HttpRequest, pk: int, hardware: str,
     return response
 
 
-def board_export(request: HttpRequest, pk: int, hardware: str,
-                 board: str = "aggregate") -> HttpResponse:
-    data = _board(request, pk, hardware, board)
-    release, profile = data["release"], data["hardware"]
-    if request.GET.get("format") == "csv":
-        response = HttpResponse(rows_as_csv(data["rows"], data["baselines"]),
-                                content_type="text/csv")
-        response["Content-Disposition"] = (
-            f'attachment; filename="{release.name}-v{release.version}-{profile.name}-'
-            f'{data["board"]}.csv"')
-        return response
-    freeze = data["freeze"]
-    return JsonResponse({"release": str(release), "hardware": profile.name,
-                         "board": data["board"], "weights_version": data["weight_set"].version,
-                         "frozen_at": freeze.frozen_at.isoformat() if freeze else None,
-                         "rows": data["rows"], "baselines": data["baselines"]})
-
-
 def analysis_page(request: HttpRequest, pk: int, hardware: str) -> HttpResponse:
     """Output tokens an agent spent against the S_agg it reached, one point per submission."""
-    release = get_object_or_404(Release, pk=pk)
-    profile = get_object_or_404(HardwareProfile, name=hardware)
-    weight_set = weight_set_for(release, request.GET.get("weights"))
-    return render(request, "leaderboard/analysis.html", {
-        "release": release, "hardware": profile, "weight_set": weight_set,
-        "points": analysis_points(release=release, hardware=profile, weight_set=weight_set)})
-
-
-def analysis_export(request: HttpRequest, pk: int, hardware: str) -> JsonResponse:
-    release = get_object_or_404(Release, pk=pk)
-    profile = get_object_or_404(HardwareProfile, name=hardware)
-    weight_set = weight_set_for(release, request.GET.get("weights"))
-    return JsonResponse({"release": str(release), "hardware": profile.name,
-                         "weights_version": weight_set.version,
-                         "points": analysis_points(release=release, hardware=profile,
-                                                   weight_set=weight_set)})
-
-
-def _operator_board(request: HttpRequest, pk: int, hardware: str,
-                    operator: str) -> dict[str, Any]:
-    """What the operator board's page and its JSON both show."""
-    release = get_object_or_404(Release, pk=pk)
-    profile = get_object_or_404(HardwareProfile, name=hardware)
-    get_object_or_404(release.operators, name=operator)
-    weight_set = weight_set_for(release, request.GET.get("weights"))
-    board = derived_cache.remember(
-        derived_cache.BOARDS, f"operator:{release.pk}:{profile.pk}:{weight_set.pk}:{operator}",
-        lambda: operator_board(release=release, hardware=profile, weight_set=weight_set,
-                               operator=operator), BOARD_CACHE_S)
-    return {"release": release, "hardware": profile, "weight_set": weight_set, **board}
-
-
-OPERATOR_COLUMNS = ("rank", "team", "submission", "score", "date")
-
-
-def operator_board_export(request: HttpRequest, pk: int, hardware: str,
-                          operator: str) -> HttpResponse:
-    data = _operator_board(request, pk, hardware, operator)
-    release, profile, weight_set = data.pop("release"), data.pop("hardware"), data.pop("weight_set")
-    if request.GET.get("format") == "csv":
-        response = HttpResponse(rows_as_csv(data["rows"], columns=OPERATOR_COLUMNS),
-                                content_type="text/csv")
-        response["Content-Disposition"] = (
-            f'attachment; filename="{release.name}-v{release.version}-{profile.name}-'
-            f'{operator}.csv"')
-        return response
-    return JsonResponse({"release": str(release), "hardware": profile.name,
-                         "weights_version": weight_set.version, **data})
-
-
-def _rank_changes(request: HttpRequest, pk: int, hardware: str) -> dict[str, Any]:
-    """What changed between two weight versions (?from=A&to=B; default: previous -> active)."""
-    release = get_object_or_404(Release, pk=pk)
-    profile = get_object_or_404(HardwareProfile, name=hardware)
-    after = weight_set_for(release, request.GET.get("to"))
-    previous = release.weight_sets.filter(version__lt=after.version).order_by("-version").first()
-    before = weight_set_for(release, request.GET.get("from")
-                            or str(getattr(previous, "version", after.version)))
-    return {"release": release, "hardware": profile, "before": before, "after": after,
-            "rows": rank_changes(release=release, hardware=profile, before=before, after=after)}
-
-
-def rank_changes_export(request: HttpRequest, pk: int, hardware: str) -> JsonResponse:
-    data = _rank_changes(request, pk, hardware)
-    return JsonResponse({"release": str(data["release"]), "hardware": data["hardware"].name,
-                         "from": data["before"].version, "to": data["after"].version,
-                         "rows": data["rows"]})
+    return render(request, "leaderboard/analysis.html", analysis_data(request.GET, pk, hardware))
 
 
 def rank_changes_page(request: HttpRequest, pk: int, hardware: str) -> HttpResponse:
-    data = _rank_changes(request, pk, hardware)
+    data = rank_changes_data(request.GET, pk, hardware)
     return render(request, "leaderboard/changes.html",
                   {**data, "versions": data["release"].weight_sets.order_by("-version")})
 
@@ -294,7 +178,7 @@ def _posted_weights(request: HttpRequest) -> tuple[dict[str, float], str]:
 
 def submission_charts(request: HttpRequest, pk: int) -> JsonResponse:
     """Data for the submission page's charts: roofline points and per-operator scores."""
-    submission = submission_visible(request, pk)
+    submission = visible_submission(request, pk)
     hardware = submission.hardware
     results = (ShapeResult.objects
                .filter(job__candidate__submission=submission, attempt=F("job__attempts"))
@@ -317,4 +201,4 @@ def submission_charts(request: HttpRequest, pk: int) -> JsonResponse:
 def operator_board_page(request: HttpRequest, pk: int, hardware: str,
                         operator: str) -> HttpResponse:
     return render(request, "leaderboard/operator_board.html",
-                  _operator_board(request, pk, hardware, operator))
+                  operator_board_data(request.GET, pk, hardware, operator))

@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from evaluation import api as catalog_api
 from evaluation import views as catalog_views
+from leaderboard import exports as board_exports
 from leaderboard import iteration_api, iteration_views
 from leaderboard import views as board_views
 from portal.api_errors import api_not_found
@@ -25,15 +26,16 @@ urlpatterns = [
          board_views.operator_board_page, name="operator-board"),
     path("boards/<int:pk>/<str:hardware>/<str:board>/", board_views.board_page,
          name="board-of"),
-    path("api/boards/<int:pk>/<str:hardware>/", board_views.board_export, name="board-export"),
-    path("api/boards/<int:pk>/<str:hardware>/analysis/", board_views.analysis_export,
+    path("api/boards/<int:pk>/<str:hardware>/", board_exports.BoardExportApi.as_view(),
+         name="board-export"),
+    path("api/boards/<int:pk>/<str:hardware>/analysis/", board_exports.AnalysisExportApi.as_view(),
          name="board-analysis-export"),
-    path("api/boards/<int:pk>/<str:hardware>/changes/", board_views.rank_changes_export,
-         name="board-changes"),
+    path("api/boards/<int:pk>/<str:hardware>/changes/",
+         board_exports.RankChangesExportApi.as_view(), name="board-changes"),
     path("api/boards/<int:pk>/<str:hardware>/operators/<str:operator>/",
-         board_views.operator_board_export, name="operator-board-export"),
-    path("api/boards/<int:pk>/<str:hardware>/<str:board>/", board_views.board_export,
-         name="board-export-of"),
+         board_exports.OperatorBoardExportApi.as_view(), name="operator-board-export"),
+    path("api/boards/<int:pk>/<str:hardware>/<str:board>/",
+         board_exports.NamedBoardExportApi.as_view(), name="board-export-of"),
     path("staff/boards/<int:pk>/<str:hardware>/freeze/", board_views.board_freeze_toggle,
          name="board-freeze"),
     path("staff/releases/<int:pk>/weights/", board_views.weights_page, name="weights"),

@@ -14,23 +14,20 @@ from rest_framework.views import APIView
 from evaluation.models import HardwareProfile, Release
 from portal.accounts.auth import is_admin, request_team
 from portal.accounts.models import Team
+from portal.accounts.viewer import viewer_of
 from portal.api_schema import errors
 from portal.ratelimit import exceeded, limit
 from submissions.jobs import job_cancel
 from submissions.models import EvaluationJob, Submission
 from submissions.profile import submission_profile
-from submissions.selectors import (
-    active_score,
-    submission_detail,
-    submission_visible,
-    submissions_visible,
-)
+from submissions.selectors import active_score, submission_detail, submissions_visible
 from submissions.services import (
     MAX_BIG_INTEGER,
     MAX_NOTES_CHARS,
     quota_status,
     submission_create,
 )
+from submissions.visibility import visible_submission
 
 
 def acting_team(request: Request) -> Team:
@@ -211,8 +208,9 @@ class SubmissionListCreateApi(APIView):
                    operation_id="submissions_list")
     def get(self, request: Request) -> Response:
         _require_principal(request)
-        submissions = submissions_visible(request).order_by("-created_at")[:100]
-        return Response([submission_detail(request, s) for s in submissions])
+        viewer = viewer_of(request)
+        submissions = submissions_visible(viewer).order_by("-created_at")[:100]
+        return Response([submission_detail(s, admin=viewer.admin) for s in submissions])
 
     @extend_schema(request=SubmissionIn,
                    responses={201: SubmissionOut, **errors(400, 403, 404)})
@@ -233,7 +231,8 @@ class SubmissionListCreateApi(APIView):
             agent=fields.get("agent", ""), model_name=fields.get("model", ""),
             output_tokens=fields.get("output_tokens"), notes=fields.get("notes", ""),
             mode=fields["mode"])
-        return Response(submission_detail(request, submission), status=status.HTTP_201_CREATED)
+        return Response(submission_detail(submission, admin=is_admin(request)),
+                        status=status.HTTP_201_CREATED)
 
 
 def _require_principal(request: Request) -> None:
@@ -246,8 +245,8 @@ class SubmissionDetailApi(APIView):
     @extend_schema(responses={200: SubmissionDetailOut, **errors(403, 404)})
     def get(self, request: Request, pk: int) -> Response:
         _require_principal(request)
-        submission = submission_visible(request, pk)
-        return Response({**submission_detail(request, submission),
+        submission = visible_submission(request, pk)
+        return Response({**submission_detail(submission, admin=is_admin(request)),
                          "score": active_score(submission)})
 
 
@@ -255,10 +254,10 @@ class SubmissionCancelApi(APIView):
     @extend_schema(request=None, responses={200: SubmissionOut, **errors(403, 404)})
     def post(self, request: Request, pk: int) -> Response:
         _require_principal(request)
-        submission = submission_visible(request, pk)
+        submission = visible_submission(request, pk)
         for job in EvaluationJob.objects.filter(candidate__submission=submission):
             job_cancel(job=job)
-        return Response(submission_detail(request, submission))
+        return Response(submission_detail(submission, admin=is_admin(request)))
 
 
 class QuotaApi(APIView):
@@ -338,4 +337,4 @@ class SubmissionProfileApi(APIView):
     @extend_schema(responses={200: ProfileOut, **errors(403, 404)})
     def get(self, request: Request, pk: int) -> Response:
         _require_principal(request)
-        return Response(submission_profile(submission_visible(request, pk)))
+        return Response(submission_profile(visible_submission(request, pk)))

@@ -1,4 +1,5 @@
-"""Reads of submissions, shaped by who asks: a team sees its own, admins see all."""
+"""Reads of submissions, shaped by who asks (a Viewer): a team sees its own, admins see all.
+A submission the viewer may not see is None, whether it exists or not; views answer 404."""
 
 from __future__ import annotations
 
@@ -7,9 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Count, F, Max, Q, QuerySet
-from django.http import Http404
 
-from portal.accounts.auth import is_admin, request_team
+from portal.accounts.viewer import Viewer
 from portal.audit.models import AuditEntry
 from submissions.models import EvaluationJob, ShapeResult, Submission
 
@@ -20,28 +20,24 @@ PUBLIC_RESULT_FIELDS = ("status", "stage_reached", "failed_stage", "error", "max
 ADMIN_RESULT_FIELDS = ("sol_s",)  # derived from the hidden roofline
 
 
-def submissions_visible(request: Any) -> QuerySet[Submission]:
+def submissions_visible(viewer: Viewer) -> QuerySet[Submission]:
     base = Submission.objects.select_related("team", "release", "hardware")
-    if is_admin(request):
+    if viewer.admin:
         return base
-    team = request_team(request)
-    return base.filter(team=team) if team is not None else base.none()
+    return base.filter(team=viewer.team) if viewer.team is not None else base.none()
 
 
-def submission_visible(request: Any, pk: int) -> Submission:
-    submission = submissions_visible(request).filter(pk=pk).first()
-    if submission is None:
-        raise Http404("no such submission")  # the same answer whether it exists or not
-    return submission
+def submission_visible(viewer: Viewer, pk: int) -> Submission | None:
+    return submissions_visible(viewer).filter(pk=pk).first()
 
 
-def recent_submissions(request: Any, limit: int = 50) -> list[dict[str, Any]]:
-    """The newest submissions `request` may see, each with its outcome and its S_agg under
+def recent_submissions(viewer: Viewer, limit: int = 50) -> list[dict[str, Any]]:
+    """The newest submissions `viewer` may see, each with its outcome and its S_agg under
     the release's active weights (`scored`: whether there is such a score yet; `aggregate`
     None there means not timed: correct, without a GPU time)."""
     active = Q(scores__weight_set__active=True)
     # Scores are the leaderboard's derived data, reached through the reverse relation.
-    submissions = list(submissions_visible(request).order_by("-created_at")
+    submissions = list(submissions_visible(viewer).order_by("-created_at")
                        .annotate(active_scores=Count("scores", filter=active),
                                  aggregate=Max("scores__aggregate", filter=active))[:limit])
     outcomes = submission_outcomes(s.pk for s in submissions)
@@ -49,8 +45,9 @@ def recent_submissions(request: Any, limit: int = 50) -> list[dict[str, Any]]:
              "aggregate": s.aggregate} for s in submissions]
 
 
-def submission_detail(request: Any, submission: Submission) -> dict[str, Any]:
-    admin = is_admin(request)
+def submission_detail(submission: Submission, *, admin: bool) -> dict[str, Any]:
+    """A submission with its jobs and their latest results; `admin` adds the numbers derived
+    from the hidden roofline."""
     jobs = list(EvaluationJob.objects.filter(candidate__submission=submission)
                 .select_related("candidate__operator").order_by("candidate__operator__name"))
     # Every job's latest-attempt results in one query of plain rows (a submission can hold

@@ -16,16 +16,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 from evaluation.models import HardwareProfile, Release
 from portal.accounts.auth import is_admin, request_team
 from portal.accounts.models import ApiToken, token_create
+from portal.accounts.viewer import viewer_of
 from portal.errors import DomainError
 from portal.ratelimit import client_address, limited_posts
 from submissions.models import MODE_RANKED, ShapeResult
 from submissions.profile import submission_profile
-from submissions.selectors import (
-    quarantined_results,
-    recent_submissions,
-    submission_detail,
-    submission_visible,
-)
+from submissions.selectors import quarantined_results, recent_submissions, submission_detail
 from submissions.services import (
     MAX_BIG_INTEGER,
     quota_status,
@@ -41,6 +37,7 @@ from submissions.sharing import (
     submission_unshare,
 )
 from submissions.upload import UploadRejected
+from submissions.visibility import visible_submission
 from submissions.webhooks import WebhookRejected, team_webhook_rotate_secret, team_webhook_set
 
 
@@ -83,7 +80,7 @@ def team_page(request: HttpRequest) -> HttpResponse:
     team = request_team(request)
     if team is None:  # nothing to change (tokens belong to a team): 403 for a POST
         return render(request, "submissions/no_team.html", {
-            "admin": is_admin(request), "submissions": recent_submissions(request)},
+            "admin": is_admin(request), "submissions": recent_submissions(viewer_of(request))},
             status=403 if request.method == "POST" else 200)
     new_token, settings_error = None, None
     if request.method == "POST":
@@ -109,7 +106,7 @@ def team_page(request: HttpRequest) -> HttpResponse:
         "settings_error": settings_error,
         "webhook_url": request.POST.get("webhook_url", team.webhook_url)
         if settings_error else team.webhook_url,
-        "quota": quota_status(team), "submissions": recent_submissions(request)},
+        "quota": quota_status(team), "submissions": recent_submissions(viewer_of(request))},
         status=400 if settings_error else 200)
 
 
@@ -170,8 +167,8 @@ def _form_values(request: HttpRequest) -> dict[str, str]:
 
 @login_required
 def submission_page(request: HttpRequest, pk: int) -> HttpResponse:
-    submission = submission_visible(request, pk)
-    detail = submission_detail(request, submission)
+    submission = visible_submission(request, pk)
+    detail = submission_detail(submission, admin=is_admin(request))
     live = detail["status"] in ("queued", "running")
     template = "submissions/submission.html"
     if request.htmx:
@@ -195,7 +192,7 @@ def submission_page(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def submission_share_page(request: HttpRequest, pk: int) -> HttpResponse:
     """The team's members give the submission a public link, or revoke it."""
-    submission = submission_visible(request, pk)
+    submission = visible_submission(request, pk)
     if request_team(request) != submission.team:
         raise PermissionDenied("only the submission's team can share it")
     action = request.POST.get("share")

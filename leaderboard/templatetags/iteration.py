@@ -11,6 +11,7 @@ from leaderboard.iteration import compare_choices, diff_lines, team_operators
 from leaderboard.templatetags.board_extras import score_text
 from portal.accounts.auth import request_team
 from portal.accounts.models import Team
+from portal.accounts.viewer import viewer_of
 from submissions.models import Submission
 from submissions.selectors import submissions_visible
 
@@ -28,7 +29,8 @@ def submission_iteration_links(context: dict[str, Any], submission: Submission) 
     (a history is always the viewer's own team's)."""
     request = context["request"]
     own = request_team(request) == submission.team
-    recent = submissions_visible(request).filter(team=submission.team).order_by("-created_at")
+    recent = (submissions_visible(viewer_of(request)).filter(team=submission.team)
+              .order_by("-created_at"))
     return {"submission": submission,
             "operators": sorted(submission.candidates.values_list("operator__name", flat=True))
             if own else [],

@@ -229,3 +229,29 @@ def test_csv_cells_that_start_like_formulas_are_text_and_numbers_stay_numbers() 
     assert (exported["aggregate"], exported["output_tokens"], exported["rank"]) == (
         "-0.25", "1200", "1")
     assert all(exported[c] == "" for c in NUMBER_COLUMNS if c != "aggregate")
+
+
+def test_the_exports_are_documented_public_api_views(world: dict[str, Any]) -> None:
+    """Every board export is in the OpenAPI schema; a public board ignores credentials (a
+    stale token in a script is no 401) and answers errors as JSON, CSV asked for or not."""
+    release = world["release"]
+    schema = Client().get("/api/schema/?format=json").json()
+    for path in ("/api/boards/{id}/{hardware}/", "/api/boards/{id}/{hardware}/{board}/",
+                 "/api/boards/{id}/{hardware}/operators/{operator}/",
+                 "/api/boards/{id}/{hardware}/analysis/", "/api/boards/{id}/{hardware}/changes/"):
+        assert "get" in schema["paths"][path], path
+    board_op = schema["paths"]["/api/boards/{id}/{hardware}/"]["get"]
+    assert {"text/csv", "application/json"} <= set(board_op["responses"]["200"]["content"])
+    assert {p["name"] for p in board_op["parameters"]} >= {"weights", "board", "all", "sort",
+                                                           "format"}
+    stale = Client(headers={"Authorization": "Bearer atx_revoked-long-ago"})
+    answer = stale.get(f"/api/boards/{release.pk}/H200/?weights={world['norm_only'].version}")
+    assert answer.status_code == 200 and isinstance(answer.json()["rows"], list)
+    for missing in (f"/api/boards/{release.pk}/H200/?format=csv&weights=99",
+                    f"/api/boards/{release.pk}/H200/nope/?format=csv",
+                    f"/api/boards/{release.pk}/B300/operators/rms_norm/?format=csv"):
+        response = Client().get(missing)
+        assert response.status_code == 404 and response["Content-Type"] == "application/json"
+        assert "detail" in response.json()
+    huge = Client().get(f"/api/boards/{release.pk}/H200/?weights={'9' * 30}")
+    assert huge.status_code == 404  # no version: not a database overflow

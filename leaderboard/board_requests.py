@@ -1,0 +1,95 @@
+"""What a board's page and its export read from one request: the release, the hardware, the
+weight version, the board, the rows. 404 for anything named that does not exist, for pages
+and the API alike (DRF answers Django's Http404 as its JSON 404)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+
+from evaluation.models import HardwareProfile, Release
+from leaderboard.models import WeightSet
+from leaderboard.selectors import (
+    BOARDS,
+    NUMBER_COLUMNS,
+    analysis_points,
+    baseline_rows,
+    board_freeze,
+    board_rows,
+    operator_board,
+    rank_changes,
+    weight_set_for,
+)
+from portal import derived_cache
+from portal.lookup import or_404
+
+# Boards are cached (portal/derived_cache.py): every write that changes one drops them at
+# once; where the cache is per process (embedded default) a board lags a worker's rescore by
+# at most this long.
+BOARD_CACHE_S = 10
+
+
+def release_and_hardware(pk: int, hardware: str) -> tuple[Release, HardwareProfile]:
+    return get_object_or_404(Release, pk=pk), get_object_or_404(HardwareProfile, name=hardware)
+
+
+def weights_asked(release: Release, version: str | None) -> WeightSet:
+    """The weight set `?weights=N` names, else the active one."""
+    return or_404(weight_set_for(release, version), "no such weight set")
+
+
+def board_data(query: Any, pk: int, hardware: str, board: str = "aggregate") -> dict[str, Any]:
+    """A board as its page and its exports show it; `query` holds the request's GET
+    parameters (weights, board, all, sort)."""
+    release, profile = release_and_hardware(pk, hardware)
+    weight_set = weights_asked(release, query.get("weights"))
+    board = query.get("board", board)
+    if board not in BOARDS:
+        raise Http404("no such board")
+    all_submissions = query.get("all") == "1"
+    sort = query.get("sort", board)
+    sort = sort if sort in NUMBER_COLUMNS else board  # any other value sorts by the board
+
+    def compute() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        return (board_rows(release=release, hardware=profile, weight_set=weight_set,
+                           all_submissions=all_submissions, sort=sort, board=board),
+                baseline_rows(release=release, hardware=profile, weight_set=weight_set))
+
+    key = f"{release.pk}:{profile.pk}:{weight_set.pk}:{board}:{int(all_submissions)}:{sort}"
+    rows, baselines = derived_cache.remember(derived_cache.BOARDS, f"board:{key}", compute,
+                                             BOARD_CACHE_S)
+    return {"release": release, "hardware": profile, "weight_set": weight_set, "board": board,
+            "rows": rows, "freeze": board_freeze(release, profile), "baselines": baselines,
+            "cache_key": key}
+
+
+def operator_board_data(query: Any, pk: int, hardware: str, operator: str) -> dict[str, Any]:
+    release, profile = release_and_hardware(pk, hardware)
+    get_object_or_404(release.operators, name=operator)
+    weight_set = weights_asked(release, query.get("weights"))
+    board = derived_cache.remember(
+        derived_cache.BOARDS, f"operator:{release.pk}:{profile.pk}:{weight_set.pk}:{operator}",
+        lambda: operator_board(release=release, hardware=profile, weight_set=weight_set,
+                               operator=operator), BOARD_CACHE_S)
+    return {"release": release, "hardware": profile, "weight_set": weight_set, **board}
+
+
+def analysis_data(query: Any, pk: int, hardware: str) -> dict[str, Any]:
+    """Output tokens an agent spent against the S_agg it reached, one point per submission."""
+    release, profile = release_and_hardware(pk, hardware)
+    weight_set = weights_asked(release, query.get("weights"))
+    return {"release": release, "hardware": profile, "weight_set": weight_set,
+            "points": analysis_points(release=release, hardware=profile, weight_set=weight_set)}
+
+
+def rank_changes_data(query: Any, pk: int, hardware: str) -> dict[str, Any]:
+    """What changed between two weight versions (?from=A&to=B; default: previous -> active)."""
+    release, profile = release_and_hardware(pk, hardware)
+    after = weights_asked(release, query.get("to"))
+    previous = release.weight_sets.filter(version__lt=after.version).order_by("-version").first()
+    before = weights_asked(release, query.get("from")
+                           or str(getattr(previous, "version", after.version)))
+    return {"release": release, "hardware": profile, "before": before, "after": after,
+            "rows": rank_changes(release=release, hardware=profile, before=before, after=after)}

@@ -1,0 +1,255 @@
+"""The boards' exports, as documented API views: JSON (the default) or CSV (`?format=csv`),
+carrying the same numbers as the pages (leaderboard/board_requests.py reads both).
+
+Public: no sign-in, and no credentials looked at (a stale token in a script's header does
+not turn a public board into a 401). Errors are JSON whatever format was asked for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from leaderboard.board_requests import (
+    analysis_data,
+    board_data,
+    operator_board_data,
+    rank_changes_data,
+)
+from leaderboard.selectors import BOARDS, COLUMNS, NUMBER_COLUMNS, rows_as_csv
+from portal.api_schema import errors
+
+OPERATOR_COLUMNS = ("rank", "team", "submission", "score", "date")
+
+
+class CsvRenderer(BaseRenderer):
+    """Lets `?format=csv` through content negotiation; the views write the CSV themselves
+    (its columns and file name are theirs)."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data: Any, accepted_media_type: str | None = None,
+               renderer_context: dict[str, Any] | None = None) -> bytes:
+        raise NotImplementedError("export views answer CSV with a response of their own")
+
+
+class _Export(APIView):
+    authentication_classes: list[type] = []
+    permission_classes = [AllowAny]
+    renderer_classes = [JSONRenderer, CsvRenderer]
+
+    def handle_exception(self, exc: Exception) -> Response:
+        # An error is a JSON body, even for ?format=csv: clients parse errors as JSON.
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return super().handle_exception(exc)
+
+    def wants_csv(self, request: Request) -> bool:
+        return getattr(request.accepted_renderer, "format", None) == "csv"
+
+
+def csv_attachment(text: str, filename: str) -> HttpResponse:
+    response = HttpResponse(text, content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+# -- what the JSON holds (for the schema; the rows are built by leaderboard.selectors) ------
+
+class BoardRowOut(serializers.Serializer):
+    rank = serializers.IntegerField(allow_null=True, help_text="empty for a row not ranked "
+                                    "(a baseline, or a submission shown with ?all=1)")
+    team = serializers.CharField()
+    submission = serializers.IntegerField(allow_null=True)
+    aggregate = serializers.FloatField(allow_null=True, help_text="S_agg; null: not timed")
+    memory = serializers.FloatField(allow_null=True)
+    compute = serializers.FloatField(allow_null=True)
+    prefill = serializers.FloatField(allow_null=True)
+    decode = serializers.FloatField(allow_null=True)
+    unweighted_mean = serializers.FloatField(allow_null=True)
+    correctness_rate = serializers.FloatField(allow_null=True)
+    dsl_adoption_rate = serializers.FloatField(allow_null=True)
+    output_tokens = serializers.IntegerField(allow_null=True)
+    agent = serializers.CharField()
+    model = serializers.CharField()
+    date = serializers.CharField(help_text="the submission's date (YYYY-MM-DD)")
+    badges = serializers.ListField(child=serializers.CharField())
+
+
+class BoardOut(serializers.Serializer):
+    release = serializers.CharField()
+    hardware = serializers.CharField()
+    board = serializers.ChoiceField(choices=list(BOARDS))
+    weights_version = serializers.IntegerField()
+    frozen_at = serializers.DateTimeField(allow_null=True)
+    rows = BoardRowOut(many=True)
+    baselines = BoardRowOut(many=True, help_text="unranked: the reference baselines and the "
+                            "release's production timings")
+
+
+class OperatorRowOut(serializers.Serializer):
+    rank = serializers.IntegerField()
+    team = serializers.CharField()
+    submission = serializers.IntegerField()
+    score = serializers.FloatField(allow_null=True, help_text="S_op; null: not timed")
+    correctness_rate = serializers.FloatField()
+    date = serializers.CharField()
+
+
+class OperatorBoardOut(serializers.Serializer):
+    release = serializers.CharField()
+    hardware = serializers.CharField()
+    weights_version = serializers.IntegerField()
+    operator = serializers.CharField()
+    rows = OperatorRowOut(many=True)
+    teams = serializers.IntegerField()
+    solve_rate = serializers.FloatField(help_text="teams correct and native on every shape")
+    median_score = serializers.FloatField(allow_null=True)
+
+
+class AnalysisPointOut(serializers.Serializer):
+    submission = serializers.IntegerField()
+    team = serializers.CharField()
+    agent = serializers.CharField()
+    model = serializers.CharField()
+    output_tokens = serializers.IntegerField()
+    aggregate = serializers.FloatField()
+
+
+class AnalysisOut(serializers.Serializer):
+    release = serializers.CharField()
+    hardware = serializers.CharField()
+    weights_version = serializers.IntegerField()
+    points = AnalysisPointOut(many=True)
+
+
+class RankChangeOut(serializers.Serializer):
+    team = serializers.CharField()
+    rank_before = serializers.IntegerField(allow_null=True)
+    rank_after = serializers.IntegerField(allow_null=True)
+    aggregate_before = serializers.FloatField(allow_null=True)
+    aggregate_after = serializers.FloatField(allow_null=True)
+    move = serializers.IntegerField(allow_null=True, help_text="places up (positive) or down")
+
+
+class RankChangesOut(serializers.Serializer):
+    release = serializers.CharField()
+    hardware = serializers.CharField()
+    # "from" is a Python keyword: the field is named in the data, not as an attribute
+    rows = RankChangeOut(many=True)
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        fields["from"] = serializers.IntegerField(help_text="weights version before")
+        fields["to"] = serializers.IntegerField(help_text="weights version after")
+        return fields
+
+
+WEIGHTS = OpenApiParameter("weights", str, description="weights version (default: the active "
+                           "one)")
+CSV_OR_JSON = OpenApiParameter("format", str, enum=["json", "csv"],
+                               description="csv: the same rows as a spreadsheet file")
+CSV = OpenApiResponse(OpenApiTypes.STR, description="?format=csv: the rows, one per line")
+
+
+BOARD_PARAMETERS = [
+    WEIGHTS, CSV_OR_JSON,
+    OpenApiParameter("board", str, enum=list(BOARDS), description=(
+        "which score ranks (default: the address's board, else aggregate)")),
+    OpenApiParameter("all", str, enum=["1"], description=(
+        "1: every submission (unranked ones badged), not the best per team")),
+    OpenApiParameter("sort", str, enum=list(NUMBER_COLUMNS), description=(
+        "order rows by this column (default: the board's score)"))]
+BOARD_RESPONSES = {(200, "application/json"): BoardOut, (200, "text/csv"): CSV, **errors(404)}
+
+
+class BoardExportApi(_Export):
+    """A board's rows: each team's best whole, ranked evaluation, then the unranked baselines."""
+
+    @extend_schema(operation_id="board_export", parameters=BOARD_PARAMETERS,
+                   responses=BOARD_RESPONSES)
+    def get(self, request: Request, pk: int, hardware: str,
+            board: str = "aggregate") -> Response | HttpResponse:
+        data = board_data(request.query_params, pk, hardware, board)
+        release, profile = data["release"], data["hardware"]
+        if self.wants_csv(request):
+            return csv_attachment(rows_as_csv(data["rows"], data["baselines"], columns=COLUMNS),
+                                  f"{release.name}-v{release.version}-{profile.name}-"
+                                  f"{data['board']}.csv")
+        freeze = data["freeze"]
+        return Response({"release": str(release), "hardware": profile.name,
+                         "board": data["board"], "weights_version": data["weight_set"].version,
+                         "frozen_at": freeze.frozen_at.isoformat() if freeze else None,
+                         "rows": data["rows"], "baselines": data["baselines"]})
+
+
+class NamedBoardExportApi(BoardExportApi):
+    """The board the address names (aggregate, memory, compute, prefill, decode)."""
+
+    @extend_schema(operation_id="named_board_export", parameters=BOARD_PARAMETERS,
+                   responses=BOARD_RESPONSES)
+    def get(self, request: Request, pk: int, hardware: str,
+            board: str = "aggregate") -> Response | HttpResponse:
+        return super().get(request, pk, hardware, board)
+
+
+class OperatorBoardExportApi(_Export):
+    """One operator's board: each team's best S_op, and how hard the operator is."""
+
+    @extend_schema(operation_id="operator_board_export", parameters=[WEIGHTS, CSV_OR_JSON],
+                   responses={(200, "application/json"): OperatorBoardOut, (200, "text/csv"): CSV,
+                              **errors(404)})
+    def get(self, request: Request, pk: int, hardware: str,
+            operator: str) -> Response | HttpResponse:
+        data = operator_board_data(request.query_params, pk, hardware, operator)
+        release, profile, weight_set = data.pop("release"), data.pop("hardware"), \
+            data.pop("weight_set")
+        if self.wants_csv(request):
+            return csv_attachment(rows_as_csv(data["rows"], columns=OPERATOR_COLUMNS),
+                                  f"{release.name}-v{release.version}-{profile.name}-"
+                                  f"{operator}.csv")
+        return Response({"release": str(release), "hardware": profile.name,
+                         "weights_version": weight_set.version, **data})
+
+
+class AnalysisExportApi(_Export):
+    """Output tokens against S_agg, one point per ranked submission that reported tokens."""
+
+    renderer_classes = [JSONRenderer]
+
+    @extend_schema(operation_id="board_analysis_export", parameters=[WEIGHTS],
+                   responses={200: AnalysisOut, **errors(404)})
+    def get(self, request: Request, pk: int, hardware: str) -> Response:
+        data = analysis_data(request.query_params, pk, hardware)
+        return Response({"release": str(data["release"]), "hardware": data["hardware"].name,
+                         "weights_version": data["weight_set"].version,
+                         "points": data["points"]})
+
+
+class RankChangesExportApi(_Export):
+    """Each team's rank and S_agg under two weight versions, biggest moves first."""
+
+    renderer_classes = [JSONRenderer]
+
+    @extend_schema(operation_id="board_changes_export",
+                   parameters=[OpenApiParameter("from", str, description="weights version "
+                                                "before (default: the one before `to`)"),
+                               OpenApiParameter("to", str, description="weights version after "
+                                                "(default: the active one)")],
+                   responses={200: RankChangesOut, **errors(404)})
+    def get(self, request: Request, pk: int, hardware: str) -> Response:
+        data = rank_changes_data(request.query_params, pk, hardware)
+        return Response({"release": str(data["release"]), "hardware": data["hardware"].name,
+                         "from": data["before"].version, "to": data["after"].version,
+                         "rows": data["rows"]})
