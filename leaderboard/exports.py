@@ -171,7 +171,8 @@ BOARD_PARAMETERS = [
         "1: every submission (unranked ones badged), not the best per team")),
     OpenApiParameter("sort", str, enum=list(NUMBER_COLUMNS), description=(
         "order rows by this column (default: the board's score)"))]
-BOARD_RESPONSES = {(200, "application/json"): BoardOut, (200, "text/csv"): CSV, **errors(404)}
+BOARD_RESPONSES: dict[Any, Any] = {(200, "application/json"): BoardOut, (200, "text/csv"): CSV,
+                                   **errors(404)}
 
 
 class BoardExportApi(_Export):

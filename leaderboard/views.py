@@ -4,7 +4,6 @@ admin board tools."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, NamedTuple
 
 from django.contrib.admin.views.decorators import staff_member_required
@@ -16,13 +15,22 @@ from django.template.defaultfilters import floatformat
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_http_methods, require_POST
 
-from evaluation.models import HardwareProfile, Release
+from evaluation.models import Release
 from leaderboard.board_requests import (
     BOARD_CACHE_S,
     analysis_data,
     board_data,
     operator_board_data,
     rank_changes_data,
+    release_and_hardware,
+)
+from leaderboard.forms import (
+    ActivateForm,
+    BoardFreezeForm,
+    FallbackPolicyForm,
+    ImportanceFileForm,
+    WeightsForm,
+    first_problem,
 )
 from leaderboard.scoring import WeightError
 from leaderboard.selectors import BOARDS, COLUMNS, NUMBER_COLUMNS
@@ -35,6 +43,7 @@ from leaderboard.services import (
     weight_set_create,
 )
 from portal import derived_cache
+from submissions.forms import form_or_400
 from submissions.models import ShapeResult
 from submissions.visibility import visible_submission
 
@@ -119,9 +128,8 @@ def rank_changes_page(request: HttpRequest, pk: int, hardware: str) -> HttpRespo
 @require_POST
 def board_freeze_toggle(request: HttpRequest, pk: int, hardware: str) -> HttpResponse:
     """Admins: freeze the board at this moment, or unfreeze it (audited)."""
-    release = get_object_or_404(Release, pk=pk)
-    profile = get_object_or_404(HardwareProfile, name=hardware)
-    if request.POST.get("action") == "freeze":
+    release, profile = release_and_hardware(pk, hardware)
+    if form_or_400(BoardFreezeForm(request.POST))["action"] == "freeze":
         board_freeze_set(release=release, hardware=profile, actor=request.user)
     else:
         board_unfreeze(release=release, hardware=profile, actor=request.user)
@@ -136,20 +144,9 @@ def weights_page(request: HttpRequest, pk: int) -> HttpResponse:
     error = None
     if request.method == "POST":
         try:
-            if "fallback_scores_zero" in request.POST:
-                release_set_fallback_policy(
-                    release=release, actor=request.user,
-                    fallback_scores_zero=request.POST["fallback_scores_zero"] == "1")
-            elif "activate" in request.POST:
-                weight_set = get_object_or_404(release.weight_sets,
-                                               version=request.POST["activate"])
-                weight_set_activate(weight_set=weight_set, actor=request.user)
-            else:
-                weights, source = _posted_weights(request)
-                weight_set_create(release=release, weights=weights, source=source,
-                                  author=request.user, note=request.POST.get("note", "")[:300])
+            _weights_post(request, release)
             return redirect("weights", pk=release.pk)
-        except (WeightError, ValueError) as exc:
+        except WeightError as exc:
             error = str(exc)
     return render(request, "leaderboard/weights.html", {
         "release": release, "weight_sets": release.weight_sets.order_by("-version"),
@@ -157,23 +154,35 @@ def weights_page(request: HttpRequest, pk: int) -> HttpResponse:
         status=400 if error else 200)
 
 
-def _posted_weights(request: HttpRequest) -> tuple[dict[str, float], str]:
-    upload = request.FILES.get("importance")
-    if upload is not None:
-        try:
-            doc = json.loads(upload.read().decode("utf-8"))
-            entries = doc["operators"]
-            return ({op: float(e["importance_score"]) for op, e in entries.items()},
-                    "importance_file")
-        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError,
-                ValueError) as exc:
-            raise ValueError("the file is not an operator_importance.json "
-                             f"({type(exc).__name__}: {exc})") from None
-    weights = {}
-    for key, value in request.POST.items():
-        if key.startswith("w_") and value.strip():
-            weights[key[2:]] = float(value)
-    return weights, "manual"
+def _weights_post(request: HttpRequest, release: Release) -> None:
+    """Each of the page's forms posts its own field: which one came says what to do.
+    Raises WeightError with what is wrong."""
+    if "fallback_scores_zero" in request.POST:
+        policy = FallbackPolicyForm(request.POST)
+        if not policy.is_valid():
+            raise first_problem(policy)
+        release_set_fallback_policy(release=release, actor=request.user,
+                                    fallback_scores_zero=policy.scores_zero)
+    elif "activate" in request.POST:
+        activate = ActivateForm(request.POST)
+        if not activate.is_valid():
+            raise first_problem(activate)
+        weight_set = get_object_or_404(release.weight_sets,
+                                       version=activate.cleaned_data["activate"])
+        weight_set_activate(weight_set=weight_set, actor=request.user)
+    elif "importance" in request.FILES:
+        upload = ImportanceFileForm(request.POST, request.FILES)
+        if not upload.is_valid():
+            raise first_problem(upload)
+        weight_set_create(release=release, weights=upload.cleaned_data["importance"],
+                          source="importance_file", author=request.user, note="")
+    else:
+        manual = WeightsForm(request.POST,
+                             operators=release.operators.values_list("name", flat=True))
+        if not manual.is_valid():
+            raise first_problem(manual)
+        weight_set_create(release=release, weights=manual.weights(), source="manual",
+                          author=request.user, note=manual.cleaned_data["note"])
 
 
 def submission_charts(request: HttpRequest, pk: int) -> JsonResponse:

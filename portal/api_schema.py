@@ -40,3 +40,32 @@ def add_token_errors(result: dict[str, Any], generator: Any, request: Any,
                     "description": WHY[code],
                     "content": {"application/json": {"schema": ERROR}}})
     return result
+
+
+def form_schema(form_class: type[Any]) -> dict[str, Any]:
+    """An OpenAPI object schema of a Django form's fields, for the API views that parse their
+    body with the same form as a page does (one parser, one description)."""
+    from django import forms
+
+    properties: dict[str, Any] = {}
+    required = []
+    for name, field in form_class.base_fields.items():
+        if isinstance(field, forms.FileField):
+            prop: dict[str, Any] = {"type": "string", "format": "binary"}
+        elif isinstance(field, forms.IntegerField):
+            prop = {"type": "integer"}
+            for key, value in (("minimum", field.min_value), ("maximum", field.max_value)):
+                if value is not None:
+                    prop[key] = value
+        elif isinstance(field, forms.ChoiceField):
+            prop = {"type": "string", "enum": [str(value) for value, _ in field.choices]}
+        else:
+            prop = {"type": "string"}
+            if getattr(field, "max_length", None) is not None:
+                prop["maxLength"] = field.max_length
+        if field.help_text:
+            prop["description"] = str(field.help_text)
+        properties[name] = prop
+        if field.required:
+            required.append(name)
+    return {"type": "object", "properties": properties, "required": required}

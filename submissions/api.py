@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotAuthenticated, PermissionDenied, Throttled
@@ -11,22 +10,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from evaluation.models import HardwareProfile, Release
 from portal.accounts.auth import is_admin, request_team
 from portal.accounts.models import Team
 from portal.accounts.viewer import viewer_of
-from portal.api_schema import errors
+from portal.api_schema import errors, form_schema
 from portal.ratelimit import exceeded, limit
+from submissions.forms import SubmissionForm
 from submissions.jobs import job_cancel
 from submissions.models import EvaluationJob, Submission
 from submissions.profile import submission_profile
 from submissions.selectors import active_score, submission_detail, submissions_visible
-from submissions.services import (
-    MAX_BIG_INTEGER,
-    MAX_NOTES_CHARS,
-    quota_status,
-    submission_create,
-)
+from submissions.services import quota_status, submission_from_upload
 from submissions.visibility import visible_submission
 
 
@@ -37,24 +31,6 @@ def acting_team(request: Request) -> Team:
             raise PermissionDenied("you are not a member of any team")
         raise NotAuthenticated("sign in or send a team token")
     return team
-
-
-class SubmissionIn(serializers.Serializer):
-    file = serializers.FileField()
-    # Bounded by what the columns hold: a larger number would overflow in the database driver.
-    release = serializers.IntegerField(min_value=0, max_value=MAX_BIG_INTEGER)
-    hardware = serializers.CharField()
-    operator = serializers.CharField(required=False, allow_blank=True)
-    agent = serializers.CharField(required=False, allow_blank=True, max_length=100)
-    model = serializers.CharField(required=False, allow_blank=True, max_length=100)
-    output_tokens = serializers.IntegerField(required=False, min_value=0, max_value=MAX_BIG_INTEGER,
-                                             allow_null=True)
-    notes = serializers.CharField(required=False, allow_blank=True, max_length=MAX_NOTES_CHARS)
-    mode = serializers.ChoiceField(choices=Submission.Mode.choices, required=False,
-                                   default=Submission.Mode.RANKED, help_text=(
-                                       "ranked (default): enters the boards, uses the daily "
-                                       "submission quota; check: evaluated the same way, never "
-                                       "ranked, uses the daily check quota"))
 
 
 # A submission's status summarises its jobs' (submissions.selectors.submission_status).
@@ -212,25 +188,19 @@ class SubmissionListCreateApi(APIView):
         submissions = submissions_visible(viewer).order_by("-created_at")[:100]
         return Response([submission_detail(s, admin=viewer.admin) for s in submissions])
 
-    @extend_schema(request=SubmissionIn,
+    # The upload page parses the same fields with the same form.
+    @extend_schema(request={"multipart/form-data": form_schema(SubmissionForm)},
                    responses={201: SubmissionOut, **errors(400, 403, 404)})
     def post(self, request: Request) -> Response:
         team = acting_team(request)
         wait = exceeded(limit("upload"), f"team:{team.pk}")
         if wait is not None:
             raise Throttled(wait=wait, detail=f"too many uploads; try again in {wait} s")
-        data = SubmissionIn(data=request.data)
-        data.is_valid(raise_exception=True)
-        fields = data.validated_data
-        release = get_object_or_404(Release, pk=fields["release"])
-        hardware = get_object_or_404(HardwareProfile, name=fields["hardware"])
-        upload = fields["file"]
-        submission = submission_create(
-            team=team, user=request.user, release=release, hardware=hardware,
-            filename=upload.name, data=upload.read(), operator=fields.get("operator") or None,
-            agent=fields.get("agent", ""), model_name=fields.get("model", ""),
-            output_tokens=fields.get("output_tokens"), notes=fields.get("notes", ""),
-            mode=fields["mode"])
+        form = SubmissionForm(request.data, request.FILES)
+        if not form.is_valid():
+            raise serializers.ValidationError(form.errors_by_field())
+        submission = submission_from_upload(team=team, user=request.user,
+                                            fields=form.cleaned_data)
         return Response(submission_detail(submission, admin=is_admin(request)),
                         status=status.HTTP_201_CREATED)
 

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -34,6 +35,7 @@ from submissions.upload import UploadLimits, UploadRejected, read_upload
 # the database driver as an overflow (a 500), so it is refused before.
 MAX_BIG_INTEGER = 2**63 - 1
 MAX_NOTES_CHARS = 10_000
+MAX_METADATA_CHARS = 100  # agent, model: their columns' width
 
 
 class QuotaExceeded(DomainError):
@@ -146,12 +148,38 @@ def submission_create(*, team: Team, user: object | None, release: Release,
     return submission
 
 
+class UploadTargetUnknown(DomainError):
+    """The release or hardware an upload names does not exist."""
+
+    http_status = 404
+
+
+def submission_from_upload(*, team: Team, user: object | None,
+                           fields: Mapping[str, Any]) -> Submission:
+    """`submission_create` from an upload's parsed fields (submissions.forms.SubmissionForm,
+    for the page and the API alike)."""
+    release = Release.objects.filter(pk=fields["release"]).first()
+    if release is None:
+        raise UploadTargetUnknown(f"release: no release with id {fields['release']}")
+    hardware = HardwareProfile.objects.filter(name=fields["hardware"]).first()
+    if hardware is None:
+        raise UploadTargetUnknown(f"hardware: no hardware profile named {fields['hardware']!r}")
+    upload = fields["file"]
+    return submission_create(
+        team=team, user=user, release=release, hardware=hardware, filename=upload.name or "",
+        data=upload.read(), operator=fields.get("operator") or None,
+        agent=fields.get("agent") or "", model_name=fields.get("model") or "",
+        output_tokens=fields.get("output_tokens"), notes=fields.get("notes") or "",
+        mode=fields.get("mode") or MODE_RANKED)
+
+
 def _check_metadata(*, agent: str, model_name: str, output_tokens: int | None,
                     notes: str) -> None:
     """Refuse what the database would fail on (a 500) or silently cut: UploadRejected."""
     if output_tokens is not None and not 0 <= output_tokens <= MAX_BIG_INTEGER:
         raise UploadRejected(f"output_tokens: expected a whole number from 0 to {MAX_BIG_INTEGER}")
-    for name, value, limit in (("agent", agent, 100), ("model", model_name, 100),
+    for name, value, limit in (("agent", agent, MAX_METADATA_CHARS),
+                               ("model", model_name, MAX_METADATA_CHARS),
                                ("notes", notes, MAX_NOTES_CHARS)):
         if len(value) > limit:
             raise UploadRejected(f"{name}: at most {limit} characters")

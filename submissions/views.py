@@ -19,15 +19,20 @@ from portal.accounts.models import ApiToken, token_create
 from portal.accounts.viewer import viewer_of
 from portal.errors import DomainError
 from portal.ratelimit import client_address, limited_posts
+from submissions.forms import (
+    ResultReviewForm,
+    ShareLinksForm,
+    SubmissionForm,
+    SubmissionShareForm,
+    TokenCreateForm,
+    TokenRevokeForm,
+    WebhookForm,
+    form_or_400,
+)
 from submissions.models import MODE_RANKED, ShapeResult
 from submissions.profile import submission_profile
 from submissions.selectors import quarantined_results, recent_submissions, submission_detail
-from submissions.services import (
-    MAX_BIG_INTEGER,
-    quota_status,
-    shape_result_review,
-    submission_create,
-)
+from submissions.services import quota_status, shape_result_review, submission_from_upload
 from submissions.sharing import (
     SharingDisabled,
     share_links_set,
@@ -39,37 +44,6 @@ from submissions.sharing import (
 from submissions.upload import UploadRejected
 from submissions.visibility import visible_submission
 from submissions.webhooks import WebhookRejected, team_webhook_rotate_secret, team_webhook_set
-
-
-def _posted_id(request: HttpRequest, name: str) -> int:
-    """A row id from a form: 400 for anything but digits (a lookup by "abc" would be a 500),
-    and for a number no id column holds (the database driver would overflow)."""
-    value = request.POST.get(name, "")
-    if not _is_whole_number(value) or int(value) > MAX_BIG_INTEGER:
-        raise BadRequest(f"{name}: expected a number from 0 to {MAX_BIG_INTEGER}")
-    return int(value)
-
-
-def _is_whole_number(value: str) -> bool:
-    # Length first: int() of thousands of digits is slow, and beyond 4300 a ValueError.
-    return value.isascii() and value.isdigit() and len(value) <= len(str(MAX_BIG_INTEGER))
-
-
-def _posted_tokens(request: HttpRequest) -> int | None:
-    """The optional output-token count: empty is none; anything but digits is refused."""
-    value = request.POST.get("output_tokens", "").strip()
-    if not value:
-        return None
-    if not _is_whole_number(value):
-        raise UploadRejected(f"output_tokens: expected a whole number from 0 to {MAX_BIG_INTEGER}")
-    return int(value)
-
-
-def _refuse_nul(request: HttpRequest) -> None:
-    """No form field may hold NUL: PostgreSQL refuses it even in a lookup (a 500)."""
-    for name, values in request.POST.lists():
-        if any("\x00" in value for value in values):
-            raise UploadRejected(f"{name}: text may not contain NUL characters")
 
 
 @login_required
@@ -84,18 +58,24 @@ def team_page(request: HttpRequest) -> HttpResponse:
             status=403 if request.method == "POST" else 200)
     new_token, settings_error = None, None
     if request.method == "POST":
+        # Each of the page's forms posts its own field: which one came says what to do.
         if "revoke" in request.POST:
-            ApiToken.objects.filter(team=team, pk=_posted_id(request, "revoke")).update(
-                revoked_at=timezone.now())
+            revoke = form_or_400(TokenRevokeForm(request.POST))["revoke"]
+            ApiToken.objects.filter(team=team, pk=revoke).update(revoked_at=timezone.now())
         elif request.POST.get("token_name"):
-            _, new_token = token_create(team=team, name=request.POST["token_name"][:100],
-                                        created_by=request.user)
+            name = form_or_400(TokenCreateForm(request.POST))["token_name"]
+            _, new_token = token_create(team=team, name=name, created_by=request.user)
         elif "share_links" in request.POST:
-            share_links_set(team=team, enabled=request.POST["share_links"] == "on",
-                            actor=request.user)
+            share = ShareLinksForm(request.POST)
+            form_or_400(share)
+            share_links_set(team=team, enabled=share.enabled, actor=request.user)
         elif "webhook_url" in request.POST:
+            webhook = WebhookForm(request.POST)
             try:
-                team_webhook_set(team=team, url=request.POST["webhook_url"], actor=request.user)
+                if not webhook.is_valid():
+                    raise WebhookRejected(f"webhook_url: {webhook.errors['webhook_url'][0]}")
+                team_webhook_set(team=team, url=webhook.cleaned_data["webhook_url"],
+                                 actor=request.user)
             except WebhookRejected as exc:
                 settings_error = str(exc)
         elif "webhook_rotate" in request.POST:
@@ -124,45 +104,24 @@ def upload_page(request: HttpRequest) -> HttpResponse:
         return render(request, "submissions/upload.html", {"team": None,
                                                            "admin": is_admin(request)},
                       status=403 if request.method == "POST" else 200)
+    # A rejected upload shows the fields as posted again (a file input cannot be refilled:
+    # the page asks for the file again).
+    form = SubmissionForm(request.POST, request.FILES) if request.method == "POST" else \
+        SubmissionForm(initial={"hardware": "H200", "mode": request.GET.get("mode", MODE_RANKED)})
     context: dict[str, Any] = {"team": team,
                                "releases": Release.objects.order_by("name", "-version"),
                                "hardware": HardwareProfile.objects.order_by("name"),
-                               "quota": quota_status(team), "error": None,
-                               "form": _form_values(request)}
-    if request.method == "POST":
-        upload = request.FILES.get("file")
-        try:
-            if upload is None:
-                raise UploadRejected("choose a .py, .zip or .tar.gz file to upload")
-            _refuse_nul(request)
-            release = get_object_or_404(Release, pk=_posted_id(request, "release"))
-            hardware = get_object_or_404(HardwareProfile, name=request.POST.get("hardware"))
-            submission = submission_create(
-                team=team, user=request.user, release=release, hardware=hardware,
-                filename=upload.name or "", data=upload.read(),
-                operator=request.POST.get("operator") or None,
-                # No cutting here: submission_create refuses a long field, as the API does.
-                agent=request.POST.get("agent", ""),
-                model_name=request.POST.get("model", ""),
-                output_tokens=_posted_tokens(request),
-                notes=request.POST.get("notes", ""),
-                mode=request.POST.get("mode") or MODE_RANKED)
-        except (DomainError, BadRequest) as exc:
-            context["error"] = str(exc)
-            status = exc.http_status if isinstance(exc, DomainError) else 400
-            return render(request, "submissions/upload.html", context, status=status)
-        return redirect("submission", pk=submission.pk)
-    return render(request, "submissions/upload.html", context)
-
-
-def _form_values(request: HttpRequest) -> dict[str, str]:
-    """The upload form's fields as posted, so a rejected upload shows them again (a file
-    input cannot be refilled: the page asks for the file again)."""
-    names = ("release", "hardware", "operator", "agent", "model", "output_tokens", "notes",
-             "mode")
+                               "quota": quota_status(team), "error": None, "form": form}
     if request.method != "POST":
-        return {"hardware": "H200", "mode": request.GET.get("mode", MODE_RANKED)}
-    return {name: request.POST.get(name, "") for name in names}
+        return render(request, "submissions/upload.html", context)
+    try:
+        if not form.is_valid():
+            raise UploadRejected(form.first_error())
+        submission = submission_from_upload(team=team, user=request.user, fields=form.cleaned_data)
+    except DomainError as exc:
+        context["error"] = str(exc)
+        return render(request, "submissions/upload.html", context, status=exc.http_status)
+    return redirect("submission", pk=submission.pk)
 
 
 @login_required
@@ -195,16 +154,13 @@ def submission_share_page(request: HttpRequest, pk: int) -> HttpResponse:
     submission = visible_submission(request, pk)
     if request_team(request) != submission.team:
         raise PermissionDenied("only the submission's team can share it")
-    action = request.POST.get("share")
-    if action == "create":
+    if form_or_400(SubmissionShareForm(request.POST))["share"] == "create":
         try:
             submission_share(submission=submission, actor=request.user)
         except SharingDisabled as exc:
             raise BadRequest(str(exc)) from None
-    elif action == "revoke":
-        submission_unshare(submission=submission, actor=request.user)
     else:
-        raise BadRequest("share: expected create or revoke")
+        submission_unshare(submission=submission, actor=request.user)
     return redirect(f"{reverse('submission', args=[submission.pk])}#share")
 
 
@@ -229,9 +185,10 @@ def quarantine_page(request: HttpRequest) -> HttpResponse:
     """Admins: results quarantined as suspicious, with their evidence; accept or reject each
     (audited; the submission is rescored and ranked again once none is left)."""
     if request.method == "POST":
+        review = form_or_400(ResultReviewForm(request.POST))
         result = get_object_or_404(ShapeResult.objects.select_related("job__candidate"),
-                                   pk=_posted_id(request, "result"), suspicious=True)
-        shape_result_review(result=result, accept=request.POST.get("decision") == "accept",
+                                   pk=review["result"], suspicious=True)
+        shape_result_review(result=result, accept=review["decision"] == "accept",
                             actor=request.user)
         return redirect("quarantine")
     return render(request, "submissions/quarantine.html",

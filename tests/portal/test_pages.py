@@ -116,3 +116,49 @@ def test_the_api_answers_every_domain_error_with_its_own_status() -> None:
         response = exception_handler(error, {})
         assert response is not None and response.status_code == expected
         assert response.data == {"detail": str(error)}
+
+
+# (the field and value posted, what the page and the API both say of it)
+SAME_PARSER = {
+    "agent": ("a" * 101, "at most 100 characters"),
+    "output_tokens": ("-3", "expected a whole number from 0 to"),
+    "mode": ("secret", "Select a valid choice"),
+    "hardware": ("H200\x00", "text may not contain NUL characters"),
+}
+
+
+@pytest.mark.parametrize("field", SAME_PARSER)
+def test_the_page_and_the_api_refuse_a_field_with_the_same_words(alice_client: Client,
+                                                                 release_pk: int,
+                                                                 field: str) -> None:
+    """One parser (submissions.forms.SubmissionForm) for the upload page and the API."""
+    from portal.accounts.models import token_create
+
+    value, words = SAME_PARSER[field]
+    fields = {"release": release_pk, "hardware": "H200", field: value}
+    page_upload = io.BytesIO(HONEST)
+    page_upload.name = "rms_norm.py"
+    page = alice_client.post("/submit/", {"file": page_upload, **fields})
+    error = re.search(r'id="upload-error">([^<]*)<', page.content.decode())
+    assert page.status_code == 400 and error is not None
+    assert error.group(1).startswith(f"{field}: ") and words in error.group(1)
+    _, raw = token_create(team=TeamFactory(name="Blue"), name="cli")
+    api_upload = io.BytesIO(HONEST)
+    api_upload.name = "rms_norm.py"
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {raw}").post("/api/submissions/",
+                                                          {"file": api_upload, **fields})
+    assert api.status_code == 400 and words in api.json()[field][0]
+    assert Submission.objects.count() == 0
+
+
+def test_the_api_describes_the_upload_with_the_forms_own_fields() -> None:
+    from submissions.forms import SubmissionForm
+
+    schema = Client().get("/api/schema/?format=json").json()
+    body = schema["paths"]["/api/submissions/"]["post"]["requestBody"]["content"]
+    upload = body["multipart/form-data"]["schema"]
+    assert set(upload["properties"]) == set(SubmissionForm.base_fields)
+    assert set(upload["required"]) == {"file", "release", "hardware"}
+    assert upload["properties"]["agent"]["maxLength"] == 100
+    assert upload["properties"]["file"] == {"type": "string", "format": "binary"}
+    assert upload["properties"]["mode"]["enum"] == ["ranked", "check"]

@@ -1,0 +1,105 @@
+"""The team side's forms: what a page or the API may post, parsed in one place.
+
+`SubmissionForm` is the one parser of an upload's fields for the upload page and the API
+(its OpenAPI description is built from it: portal/api_schema.form_schema). The rest are the
+team page's small forms. Messages name the field and say what is allowed; nothing that
+PostgreSQL would refuse (NUL in text, a number beyond a bigint) gets past them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from submissions.models import MODE_RANKED, Submission
+from submissions.services import MAX_BIG_INTEGER, MAX_METADATA_CHARS, MAX_NOTES_CHARS
+
+NO_NUL = {"null_characters_not_allowed": "text may not contain NUL characters"}
+
+
+def _text(max_length: int | None = None, *, required: bool = False,
+          widget: type[forms.Widget] | None = None) -> forms.CharField:
+    messages = {**NO_NUL, "max_length": "at most %(limit_value)d characters"}
+    return forms.CharField(required=required, max_length=max_length, error_messages=messages,
+                           widget=widget or forms.TextInput)
+
+
+def _whole_number(*, required: bool) -> forms.IntegerField:
+    message = f"expected a whole number from 0 to {MAX_BIG_INTEGER}"
+    return forms.IntegerField(required=required, min_value=0, max_value=MAX_BIG_INTEGER,
+                              error_messages={"invalid": message, "min_value": message,
+                                              "max_value": message})
+
+
+class SubmissionForm(forms.Form):
+    # An empty file is the upload reader's to refuse, with the reason it gives any file.
+    file = forms.FileField(allow_empty_file=True, error_messages={
+        "required": "choose a .py, .zip or .tar.gz file to upload"})
+    release = _whole_number(required=True)
+    hardware = _text(required=True)
+    operator = _text()  # for a single .py not named after its operator
+    agent = _text(MAX_METADATA_CHARS)
+    model = _text(MAX_METADATA_CHARS)
+    output_tokens = _whole_number(required=False)
+    notes = _text(MAX_NOTES_CHARS, widget=forms.Textarea)
+    mode = forms.ChoiceField(choices=Submission.Mode.choices, required=False, help_text=(
+        "ranked (default): enters the boards, uses the daily submission quota; check: "
+        "evaluated the same way, never ranked, uses the daily check quota"))
+
+    def clean_mode(self) -> str:
+        return str(self.cleaned_data.get("mode") or MODE_RANKED)
+
+    def first_error(self) -> str:
+        """The first problem as the page shows it: "field: message"."""
+        for name, errors in self.errors.items():
+            return f"{name}: {errors[0]}" if name != "__all__" else str(errors[0])
+        return ""
+
+    def errors_by_field(self) -> dict[str, list[str]]:
+        """The problems as the API answers them: {field: [messages]} (DRF's shape)."""
+        return {name: [str(e) for e in errors] for name, errors in self.errors.items()}
+
+
+class TokenCreateForm(forms.Form):
+    token_name = _text(100, required=True)
+
+
+class TokenRevokeForm(forms.Form):
+    revoke = _whole_number(required=True)
+
+
+class ShareLinksForm(forms.Form):
+    share_links = forms.ChoiceField(choices=[("on", "on"), ("off", "off")])
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.cleaned_data["share_links"] == "on")
+
+
+class WebhookForm(forms.Form):
+    # Length, scheme and address are checked by submissions.webhooks, which says why it
+    # refuses; here only what no text field may hold.
+    webhook_url = _text()
+
+
+class SubmissionShareForm(forms.Form):
+    share = forms.ChoiceField(choices=[("create", "create"), ("revoke", "revoke")],
+                              error_messages={"invalid_choice": "expected create or revoke",
+                                              "required": "expected create or revoke"})
+
+
+class ResultReviewForm(forms.Form):
+    result = _whole_number(required=True)
+    decision = forms.ChoiceField(choices=[("accept", "accept"), ("reject", "reject")])
+
+
+def form_or_400(form: forms.Form) -> dict[str, Any]:
+    """A small form's cleaned data, or a 400 naming the first problem (these forms come from
+    the portal's own pages: a bad one is a hand-made request)."""
+    from django.core.exceptions import BadRequest
+
+    if not form.is_valid():
+        name, errors = next(iter(form.errors.items()))
+        raise BadRequest(f"{name}: {errors[0]}")
+    return form.cleaned_data
