@@ -1,17 +1,16 @@
-"""The portal's REST API over the standard library's HTTP client, with one error type per
-kind of failure a script may want to tell apart (each has its own exit code)."""
+"""The portal's REST API over httpx, with one error type per kind of failure a script may
+want to tell apart (each has its own exit code)."""
 
 from __future__ import annotations
 
-import http.client
 import io
 import json
-import urllib.error
+import ssl
 import urllib.parse
-import urllib.request
-import uuid
 from collections.abc import Callable
 from typing import Any
+
+import httpx
 
 # Exit codes (docs/cli.md lists them; scripts depend on them: never renumber).
 EXIT_OK = 0
@@ -65,11 +64,12 @@ class ServerError(CliError):
     exit_code = EXIT_SERVER
 
 
-ProgressCallback = Callable[[int, int], None]  # (bytes sent, total bytes)
+ProgressCallback = Callable[[int, int], None]  # (bytes of the file sent, its size)
 
 
 class _ProgressReader(io.BytesIO):
-    """A request body that reports how much of it http.client has read (sent) so far."""
+    """The uploaded file, reporting how much of it httpx has read into the request body
+    (and so sent: it writes each chunk before it reads the next)."""
 
     def __init__(self, data: bytes, progress: ProgressCallback | None) -> None:
         super().__init__(data)
@@ -83,22 +83,6 @@ class _ProgressReader(io.BytesIO):
         return chunk
 
 
-def multipart_body(fields: dict[str, str], file_field: str, filename: str,
-                   content: bytes) -> tuple[bytes, str]:
-    """A multipart/form-data body and its Content-Type header."""
-    boundary = f"atrex-{uuid.uuid4().hex}"
-    parts = []
-    for name, value in fields.items():
-        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'
-                     f"{value}\r\n".encode())
-    quoted = filename.replace('"', "%22").replace("\r", "").replace("\n", "")
-    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{file_field}"; '
-                 f'filename="{quoted}"\r\nContent-Type: application/octet-stream\r\n\r\n'.encode())
-    parts.append(content)
-    parts.append(f"\r\n--{boundary}--\r\n".encode())
-    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
-
-
 class Api:
     """One portal. The token is sent only to the endpoints that need a team."""
 
@@ -106,6 +90,9 @@ class Api:
         self.server = server.rstrip("/")
         self.token = token
         self.timeout_s = timeout_s
+        # The system's certificate store, as the standard library's client trusted: a portal
+        # behind an organisation's own CA keeps working (httpx alone trusts certifi's bundle).
+        self._tls = ssl.create_default_context()
 
     def url(self, path: str, params: dict[str, str] | None = None) -> str:
         query = f"?{urllib.parse.urlencode(params)}" if params else ""
@@ -117,17 +104,15 @@ class Api:
 
     def get_bytes(self, path: str, params: dict[str, str] | None = None,
                   team: bool = False) -> bytes:
-        request = urllib.request.Request(self.url(path, params), headers=self._headers(team))
-        return self._send(request)
+        return self._send("GET", self.url(path, params), self._headers(team))
 
     def post_multipart(self, path: str, fields: dict[str, str], filename: str, content: bytes,
                        progress: ProgressCallback | None = None) -> Any:
-        body, content_type = multipart_body(fields, "file", filename, content)
-        headers = {**self._headers(team=True), "Content-Type": content_type,
-                   "Content-Length": str(len(body))}
-        request = urllib.request.Request(self.url(path), method="POST", headers=headers,
-                                         data=_ProgressReader(body, progress))
-        return _json(self._send(request), path)
+        # A file object, not the bytes: httpx reads it in chunks, so the progress moves.
+        upload = (filename, _ProgressReader(content, progress), "application/octet-stream")
+        data = self._send("POST", self.url(path), self._headers(team=True), fields,
+                          {"file": upload})
+        return _json(data, path)
 
     def _headers(self, team: bool) -> dict[str, str]:
         headers = {"Accept": "application/json", "User-Agent": "atrex-cli"}
@@ -138,21 +123,29 @@ class Api:
             headers["Authorization"] = f"Bearer {self.token}"
         return headers
 
-    def _send(self, request: urllib.request.Request) -> bytes:
+    def _send(self, method: str, url: str, headers: dict[str, str],
+              fields: dict[str, str] | None = None,
+              files: dict[str, tuple[str, io.BytesIO, str]] | None = None) -> bytes:
+        # A connection per request, as urllib made: no pool to close when a command ends.
+        # urllib followed redirects (http -> https, a moved portal); httpx does when asked.
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                data: bytes = response.read()
-                return data
-        except urllib.error.HTTPError as exc:
-            raise _http_error(exc, request.full_url) from None
-        except urllib.error.URLError as exc:
-            raise Unreachable(f"cannot reach the portal at {self.server}: {exc.reason} "
+            with httpx.Client(timeout=self.timeout_s, verify=self._tls,
+                              follow_redirects=True) as http:
+                response = http.request(method, url, headers=headers, data=fields, files=files)
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol,
+                httpx.ProxyError, httpx.InvalidURL) as exc:
+            raise Unreachable(f"cannot reach the portal at {self.server}: {exc} "
                               "(check --server / ATREX_SERVER)") from None
-        except TimeoutError:
+        except httpx.TimeoutException:
             raise Unreachable(f"the portal at {self.server} did not answer within "
                               f"{self.timeout_s:.0f} s") from None
-        except (ConnectionError, http.client.HTTPException) as exc:
+        except httpx.TransportError as exc:  # reset, closed mid-answer, not HTTP at all
             raise Unreachable(f"the connection to {self.server} failed: {exc}") from None
+        except (httpx.TooManyRedirects, httpx.DecodingError) as exc:
+            raise ServerError(f"{url}: the portal's answer cannot be read: {exc}") from None
+        if not response.is_success:
+            raise _http_error(response, url)
+        return response.content
 
 
 def _json(data: bytes, path: str) -> Any:
@@ -163,9 +156,9 @@ def _json(data: bytes, path: str) -> Any:
                           f"({data[:80]!r}); is --server a portal?") from None
 
 
-def _http_error(exc: urllib.error.HTTPError, url: str) -> CliError:
-    message = _message(exc.read(), exc.headers.get("Content-Type", ""))
-    code = exc.code
+def _http_error(response: httpx.Response, url: str) -> CliError:
+    message = _message(response.content, response.headers.get("Content-Type", ""))
+    code = response.status_code
     if code == 401:
         return AuthError(f"authentication failed: {message or 'invalid or revoked token'} "
                          "(run `atrex login` with a valid team token)")
@@ -174,7 +167,7 @@ def _http_error(exc: urllib.error.HTTPError, url: str) -> CliError:
     if code == 404:
         return NotFound(f"not found: {message or url}")
     if code == 429:
-        retry = exc.headers.get("Retry-After")
+        retry = response.headers.get("Retry-After")
         hint = f" (retry after {retry} s)" if retry else ""
         return QuotaError(f"quota or rate limit reached: {message or 'too many requests'}{hint}")
     if 400 <= code < 500:
