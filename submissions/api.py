@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -15,7 +17,6 @@ from evaluation.models import HardwareProfile, Release
 from portal.accounts.auth import is_admin, request_team
 from portal.accounts.models import Team
 from portal.api_schema import errors
-from portal.ratelimit import exceeded, limit
 from submissions.jobs import job_cancel
 from submissions.models import EvaluationJob, Submission
 from submissions.profile import submission_profile
@@ -31,6 +32,7 @@ from submissions.services import (
     quota_status,
     submission_create,
 )
+from submissions.throttles import UploadThrottle
 
 
 def acting_team(request: Request) -> Team:
@@ -206,6 +208,11 @@ class QuotaOut(serializers.Serializer):
 
 class SubmissionListCreateApi(APIView):
     parser_classes = [MultiPartParser]  # a file can only be sent as multipart/form-data
+    throttle_classes = [UploadThrottle]  # POSTs only: listing is not uploading
+
+    def throttled(self, request: Request, wait: float | None) -> NoReturn:
+        # Says which limit: a used-up daily quota answers 429 too (services.QuotaExceeded).
+        raise Throttled(wait=wait, detail="Too many uploads.")
 
     @extend_schema(responses={200: SubmissionOut(many=True), **errors(403)},
                    operation_id="submissions_list")
@@ -218,9 +225,6 @@ class SubmissionListCreateApi(APIView):
                    responses={201: SubmissionOut, **errors(400, 403, 404)})
     def post(self, request: Request) -> Response:
         team = acting_team(request)
-        wait = exceeded(limit("upload"), f"team:{team.pk}")
-        if wait is not None:
-            raise Throttled(wait=wait, detail=f"too many uploads; try again in {wait} s")
         data = SubmissionIn(data=request.data)
         data.is_valid(raise_exception=True)
         fields = data.validated_data
