@@ -13,6 +13,7 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
@@ -44,10 +45,25 @@ class CsvRenderer(BaseRenderer):
         raise NotImplementedError("export views answer CSV with a response of their own")
 
 
+class FormatFirst(DefaultContentNegotiation):
+    """`?format=` decides, whatever the Accept header says: scripts (the `atrex` CLI among
+    them) send `Accept: application/json` and ask for `?format=csv`, as these exports have
+    always allowed. Without `format`, DRF's negotiation."""
+
+    def select_renderer(self, request: Request, renderers: list[BaseRenderer],
+                        format_suffix: str | None = None) -> tuple[BaseRenderer, str]:
+        wanted = format_suffix or request.query_params.get(self.settings.URL_FORMAT_OVERRIDE)
+        for renderer in renderers if wanted else ():
+            if renderer.format == wanted:
+                return renderer, renderer.media_type
+        return super().select_renderer(request, renderers, format_suffix)
+
+
 class _Export(APIView):
     authentication_classes: list[type] = []
     permission_classes = [AllowAny]
     renderer_classes = [JSONRenderer, CsvRenderer]
+    content_negotiation_class = FormatFirst
 
     def handle_exception(self, exc: Exception) -> Response:
         # An error is a JSON body, even for ?format=csv: clients parse errors as JSON.

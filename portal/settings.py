@@ -117,12 +117,6 @@ LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/team/"
 LOGOUT_REDIRECT_URL = "/"
 
-# Rate limits (requests, window in seconds) per scope; see portal/ratelimit.py.
-ATREX_RATE_LIMITS = {
-    "login": (env_int("ATREX_LOGIN_LIMIT", 10), 60),  # per client address
-    "token": (env_int("ATREX_TOKEN_FAILURE_LIMIT", 20), 60),  # failed tokens per address
-    "upload": (env_int("ATREX_UPLOAD_LIMIT", 30), 60),  # per team
-}
 _CACHE_URL = env_str("CACHE_URL", "")
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
                       "LOCATION": _CACHE_URL} if _CACHE_URL else
@@ -136,6 +130,14 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "EXCEPTION_HANDLER": "portal.api_errors.exception_handler",
+    # Requests a minute per scope, counted in the cache above (portal/throttles.py). At 0 every
+    # request of the scope is refused; a negative number has no meaning, so start-up stops.
+    "DEFAULT_THROTTLE_RATES": {
+        "login": f"{env_int('ATREX_LOGIN_LIMIT', 10, minimum=0)}/min",  # per client address
+        # invalid API tokens per client address
+        "token": f"{env_int('ATREX_TOKEN_FAILURE_LIMIT', 20, minimum=0)}/min",
+        "upload": f"{env_int('ATREX_UPLOAD_LIMIT', 30, minimum=0)}/min",  # per team
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Atrex Portal API",

@@ -9,7 +9,7 @@ from leaderboard import exports as board_exports
 from leaderboard import iteration_api, iteration_views
 from leaderboard import views as board_views
 from portal.api_errors import api_not_found
-from portal.ratelimit import limited_posts
+from portal.throttles import LoginThrottle, limited_posts
 from submissions import api as submissions_api
 from submissions import views as submissions_views
 
@@ -52,11 +52,11 @@ urlpatterns = [
          name="submission-compare"),
     path("team/history/<str:operator>/", iteration_views.operator_history_page,
          name="operator-history"),
-    path("accounts/login/", limited_posts("login", "sign-in attempts")(
+    path("accounts/login/", limited_posts(LoginThrottle, "sign-in attempts")(
         auth_views.LoginView.as_view()), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     # Before admin/: the admin's own sign-in shares the limit (and the counts) of the one above.
-    path("admin/login/", limited_posts("login", "sign-in attempts")(admin.site.login),
+    path("admin/login/", limited_posts(LoginThrottle, "sign-in attempts")(admin.site.login),
          name="admin-login"),
     path("admin/", admin.site.urls),
     path("api/releases/", catalog_api.ReleaseListApi.as_view(), name="api-releases"),

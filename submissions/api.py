@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotAuthenticated, PermissionDenied, Throttled
@@ -14,13 +16,13 @@ from portal.accounts.auth import is_admin, request_team
 from portal.accounts.models import Team
 from portal.accounts.viewer import viewer_of
 from portal.api_schema import errors, form_schema
-from portal.ratelimit import exceeded, limit
 from submissions.forms import SubmissionForm
 from submissions.jobs import job_cancel
 from submissions.models import EvaluationJob, Submission
 from submissions.profile import submission_profile
 from submissions.selectors import active_score, submission_detail, submissions_visible
 from submissions.services import quota_status, submission_from_upload
+from submissions.throttles import UploadThrottle
 from submissions.visibility import visible_submission
 
 
@@ -179,6 +181,11 @@ class QuotaOut(serializers.Serializer):
 
 class SubmissionListCreateApi(APIView):
     parser_classes = [MultiPartParser]  # a file can only be sent as multipart/form-data
+    throttle_classes = [UploadThrottle]  # POSTs only: listing is not uploading
+
+    def throttled(self, request: Request, wait: float | None) -> NoReturn:
+        # Says which limit: a used-up daily quota answers 429 too (services.QuotaExceeded).
+        raise Throttled(wait=wait, detail="Too many uploads.")
 
     @extend_schema(responses={200: SubmissionOut(many=True), **errors(403)},
                    operation_id="submissions_list")
@@ -193,9 +200,6 @@ class SubmissionListCreateApi(APIView):
                    responses={201: SubmissionOut, **errors(400, 403, 404)})
     def post(self, request: Request) -> Response:
         team = acting_team(request)
-        wait = exceeded(limit("upload"), f"team:{team.pk}")
-        if wait is not None:
-            raise Throttled(wait=wait, detail=f"too many uploads; try again in {wait} s")
         form = SubmissionForm(request.data, request.FILES)
         if not form.is_valid():
             raise serializers.ValidationError(form.errors_by_field())

@@ -18,7 +18,7 @@ from portal.accounts.auth import is_admin, request_team
 from portal.accounts.models import ApiToken, token_create
 from portal.accounts.viewer import viewer_of
 from portal.errors import DomainError
-from portal.ratelimit import client_address, limited_posts
+from portal.throttles import limited_posts
 from submissions.forms import (
     ResultReviewForm,
     ShareLinksForm,
@@ -41,6 +41,7 @@ from submissions.sharing import (
     submission_share,
     submission_unshare,
 )
+from submissions.throttles import UploadThrottle
 from submissions.upload import UploadRejected
 from submissions.visibility import visible_submission
 from submissions.webhooks import WebhookRejected, team_webhook_rotate_secret, team_webhook_set
@@ -90,14 +91,9 @@ def team_page(request: HttpRequest) -> HttpResponse:
         status=400 if settings_error else 200)
 
 
-def _uploader(request: HttpRequest) -> str:
-    team = request_team(request)
-    return f"team:{team.pk}" if team is not None else f"address:{client_address(request)}"
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
-@limited_posts("upload", "uploads", who=_uploader)
+@limited_posts(UploadThrottle, "uploads")
 def upload_page(request: HttpRequest) -> HttpResponse:
     team = request_team(request)
     if team is None:  # submissions belong to a team: say so rather than a 404

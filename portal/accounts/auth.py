@@ -11,7 +11,7 @@ from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from portal.accounts.models import ApiToken, Team, hash_token
-from portal.ratelimit import client_address, exceeded, limit
+from portal.throttles import TokenFailureThrottle, refusal
 
 
 class TeamTokenAuthentication(authentication.BaseAuthentication):
@@ -25,10 +25,11 @@ class TeamTokenAuthentication(authentication.BaseAuthentication):
         token = (ApiToken.objects.active().select_related("team", "created_by")
                  .filter(digest=hash_token(raw)).first())
         if token is None:
-            # Guessing tokens is slowed down per client address.
-            wait = exceeded(limit("token"), client_address(request))
+            # Guessing tokens is slowed down per client address: this failure is counted
+            # before it is answered, so the guess past the limit gets 429, not 401.
+            wait = refusal(TokenFailureThrottle, request)
             if wait is not None:
-                raise exceptions.Throttled(wait=wait, detail="too many invalid tokens")
+                raise exceptions.Throttled(wait=wait, detail="Too many invalid tokens.")
             raise exceptions.AuthenticationFailed("invalid or revoked token")
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
         return token.created_by or AnonymousUser(), token

@@ -253,5 +253,11 @@ def test_the_exports_are_documented_public_api_views(world: dict[str, Any]) -> N
         response = Client().get(missing)
         assert response.status_code == 404 and response["Content-Type"] == "application/json"
         assert "detail" in response.json()
+    # ?format decides, whatever the Accept header a script sends (the atrex CLI's is JSON)
+    version = world["norm_only"].version
+    as_csv = Client(headers={"Accept": "application/json"}).get(
+        f"/api/boards/{release.pk}/H200/?format=csv&weights={version}")
+    assert as_csv.status_code == 200 and as_csv["Content-Type"].startswith("text/csv")
+    assert as_csv.content.decode().startswith("rank,team,submission,aggregate")
     huge = Client().get(f"/api/boards/{release.pk}/H200/?weights={'9' * 30}")
     assert huge.status_code == 404  # no version: not a database overflow
