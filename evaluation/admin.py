@@ -14,7 +14,7 @@ from .models import (
 )
 
 
-class HardwareProfileVersionInline(admin.TabularInline):
+class HardwareProfileVersionInline(admin.TabularInline[HardwareProfileVersion, HardwareProfile]):
     model = HardwareProfileVersion
     fields = ("version", "created_at", "author", "note", "arch", "peak_flops",
               "hbm_bytes_per_s", "launch_floor_s")
@@ -27,7 +27,7 @@ class HardwareProfileVersionInline(admin.TabularInline):
 
 
 @admin.register(HardwareProfile)
-class HardwareProfileAdmin(admin.ModelAdmin):
+class HardwareProfileAdmin(admin.ModelAdmin[HardwareProfile]):
     list_display = ("name", "version", "arch", "hbm_bytes_per_s", "launch_floor_s", "queue")
     # The figures are the SOL basis of every stored result: they change only through
     # `manage.py hardware_profile` (a new version, results rescaled, boards rescored, audited).
@@ -39,7 +39,7 @@ class HardwareProfileAdmin(admin.ModelAdmin):
         return False
 
 
-class OperatorInline(admin.TabularInline):
+class OperatorInline(admin.TabularInline[Operator, Release]):
     model = Operator
     fields = ("name",)
     extra = 0
@@ -47,7 +47,7 @@ class OperatorInline(admin.TabularInline):
 
 
 @admin.register(Release)
-class ReleaseAdmin(admin.ModelAdmin):
+class ReleaseAdmin(admin.ModelAdmin[Release]):
     list_display = ("name", "version", "dsl", "dsl_ratio_threshold", "imported_at")
     # The fallback policy changes scores: it is set on the release's weights page, which
     # rescores every submission (and writes the audit log); not editable here.
@@ -56,22 +56,22 @@ class ReleaseAdmin(admin.ModelAdmin):
 
 
 @admin.register(ReleaseHidden)
-class ReleaseHiddenAdmin(admin.ModelAdmin):
+class ReleaseHiddenAdmin(admin.ModelAdmin[ReleaseHidden]):
     list_display = ("release",)
 
 
 @admin.register(Operator)
-class OperatorAdmin(admin.ModelAdmin):
+class OperatorAdmin(admin.ModelAdmin[Operator]):
     list_display = ("name", "release")
     list_filter = ("release",)
 
 
 @admin.register(OperatorHidden)
-class OperatorHiddenAdmin(admin.ModelAdmin):
+class OperatorHiddenAdmin(admin.ModelAdmin[OperatorHidden]):
     list_display = ("operator", "atol", "rtol")
 
 
 @admin.register(Shape)
-class ShapeAdmin(admin.ModelAdmin):
+class ShapeAdmin(admin.ModelAdmin[Shape]):
     list_display = ("shape_id", "operator", "position")
     list_filter = ("operator__release", "operator__name")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -16,7 +18,7 @@ from evaluation.selectors import bundle_zip, operators_public, public_files, rel
 from portal.api_schema import errors
 
 
-class ReleaseOut(serializers.Serializer):
+class ReleaseOut(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     name = serializers.CharField()
     version = serializers.IntegerField()
@@ -27,7 +29,7 @@ class ReleaseOut(serializers.Serializer):
     shape_count = serializers.IntegerField()
 
 
-class OperatorOut(serializers.Serializer):
+class OperatorOut(serializers.Serializer[Any]):
     name = serializers.CharField()
     shape_count = serializers.IntegerField()
     files = serializers.DictField(child=serializers.CharField())

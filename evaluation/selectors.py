@@ -5,9 +5,11 @@ from __future__ import annotations
 import fnmatch
 import io
 import zipfile
+from typing import TypedDict
 
 from django.conf import settings
 from django.db.models import Count, QuerySet
+from django_stubs_ext import WithAnnotations
 
 from evaluation.models import Operator, Release
 
@@ -24,7 +26,11 @@ def releases_public() -> QuerySet[Release]:
                                                                                       "-version")
 
 
-def operators_public(release: Release) -> QuerySet[Operator]:
+class ShapeCount(TypedDict):
+    shape_count: int
+
+
+def operators_public(release: Release) -> QuerySet[WithAnnotations[Operator, ShapeCount]]:
     return (release.operators.only("id", "name", "release_id", "reference_py", "input_py",
                                    "shapes_json")
             .annotate(shape_count=Count("shapes")).order_by("name"))

@@ -7,6 +7,7 @@ not turn a public board into a 401). Errors are JSON whatever format was asked f
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.http import HttpResponse
@@ -27,7 +28,7 @@ from leaderboard.board_requests import (
     rank_changes_data,
 )
 from leaderboard.selectors import BOARDS, COLUMNS, NUMBER_COLUMNS, rows_as_csv
-from portal.api_schema import errors
+from portal.api_schema import errors, with_fields
 
 OPERATOR_COLUMNS = ("rank", "team", "submission", "score", "date")
 
@@ -41,7 +42,7 @@ class CsvRenderer(BaseRenderer):
     charset = "utf-8"
 
     def render(self, data: Any, accepted_media_type: str | None = None,
-               renderer_context: dict[str, Any] | None = None) -> bytes:
+               renderer_context: Mapping[str, Any] | None = None) -> bytes:
         raise NotImplementedError("export views answer CSV with a response of their own")
 
 
@@ -50,13 +51,16 @@ class FormatFirst(DefaultContentNegotiation):
     them) send `Accept: application/json` and ask for `?format=csv`, as these exports have
     always allowed. Without `format`, DRF's negotiation."""
 
-    def select_renderer(self, request: Request, renderers: list[BaseRenderer],
+    def select_renderer(self, request: Request, renderers: Iterable[BaseRenderer],
                         format_suffix: str | None = None) -> tuple[BaseRenderer, str]:
+        renderers = list(renderers)
         wanted = format_suffix or request.query_params.get(self.settings.URL_FORMAT_OVERRIDE)
         for renderer in renderers if wanted else ():
             if renderer.format == wanted:
                 return renderer, renderer.media_type
-        return super().select_renderer(request, renderers, format_suffix)
+        chosen: tuple[BaseRenderer, str] = super().select_renderer(request, renderers,
+                                                                   format_suffix)
+        return chosen
 
 
 class _Export(APIView):
@@ -83,7 +87,7 @@ def csv_attachment(text: str, filename: str) -> HttpResponse:
 
 # -- what the JSON holds (for the schema; the rows are built by leaderboard.selectors) ------
 
-class BoardRowOut(serializers.Serializer):
+class BoardRowOut(serializers.Serializer[Any]):
     rank = serializers.IntegerField(allow_null=True, help_text="empty for a row not ranked "
                                     "(a baseline, or a submission shown with ?all=1)")
     team = serializers.CharField()
@@ -103,7 +107,7 @@ class BoardRowOut(serializers.Serializer):
     badges = serializers.ListField(child=serializers.CharField())
 
 
-class BoardOut(serializers.Serializer):
+class BoardOut(serializers.Serializer[Any]):
     release = serializers.CharField()
     hardware = serializers.CharField()
     board = serializers.ChoiceField(choices=list(BOARDS))
@@ -114,7 +118,7 @@ class BoardOut(serializers.Serializer):
                             "release's production timings")
 
 
-class OperatorRowOut(serializers.Serializer):
+class OperatorRowOut(serializers.Serializer[Any]):
     rank = serializers.IntegerField()
     team = serializers.CharField()
     submission = serializers.IntegerField()
@@ -123,7 +127,7 @@ class OperatorRowOut(serializers.Serializer):
     date = serializers.CharField()
 
 
-class OperatorBoardOut(serializers.Serializer):
+class OperatorBoardOut(serializers.Serializer[Any]):
     release = serializers.CharField()
     hardware = serializers.CharField()
     weights_version = serializers.IntegerField()
@@ -134,7 +138,7 @@ class OperatorBoardOut(serializers.Serializer):
     median_score = serializers.FloatField(allow_null=True)
 
 
-class AnalysisPointOut(serializers.Serializer):
+class AnalysisPointOut(serializers.Serializer[Any]):
     submission = serializers.IntegerField()
     team = serializers.CharField()
     agent = serializers.CharField()
@@ -143,14 +147,14 @@ class AnalysisPointOut(serializers.Serializer):
     aggregate = serializers.FloatField()
 
 
-class AnalysisOut(serializers.Serializer):
+class AnalysisOut(serializers.Serializer[Any]):
     release = serializers.CharField()
     hardware = serializers.CharField()
     weights_version = serializers.IntegerField()
     points = AnalysisPointOut(many=True)
 
 
-class RankChangeOut(serializers.Serializer):
+class RankChangeOut(serializers.Serializer[Any]):
     team = serializers.CharField()
     rank_before = serializers.IntegerField(allow_null=True)
     rank_after = serializers.IntegerField(allow_null=True)
@@ -159,17 +163,13 @@ class RankChangeOut(serializers.Serializer):
     move = serializers.IntegerField(allow_null=True, help_text="places up (positive) or down")
 
 
-class RankChangesOut(serializers.Serializer):
+# "from" is a Python keyword: named in the data, not as a class attribute
+@with_fields(from_=serializers.IntegerField(help_text="weights version before"),
+             to=serializers.IntegerField(help_text="weights version after"))
+class RankChangesOut(serializers.Serializer[Any]):
     release = serializers.CharField()
     hardware = serializers.CharField()
-    # "from" is a Python keyword: the field is named in the data, not as an attribute
     rows = RankChangeOut(many=True)
-
-    def get_fields(self) -> dict[str, serializers.Field]:
-        fields = super().get_fields()
-        fields["from"] = serializers.IntegerField(help_text="weights version before")
-        fields["to"] = serializers.IntegerField(help_text="weights version after")
-        return fields
 
 
 WEIGHTS = OpenApiParameter("weights", str, description="weights version (default: the active "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -18,14 +20,14 @@ from submissions.services import MAX_BIG_INTEGER
 from submissions.visibility import visible_submission
 
 
-class HistoryIn(serializers.Serializer):
+class HistoryIn(serializers.Serializer[Any]):
     release = serializers.IntegerField(required=False, min_value=0, max_value=MAX_BIG_INTEGER,
                                        help_text="only this release (id)")
     hardware = serializers.CharField(required=False, allow_blank=True, max_length=50,
                                      help_text="only this hardware profile (name)")
 
 
-class SubmissionRefOut(serializers.Serializer):
+class SubmissionRefOut(serializers.Serializer[Any]):
     """Which submission a history row or a compare side is."""
 
     submission = serializers.IntegerField()
@@ -63,7 +65,7 @@ class HistoryEntryOut(SubmissionRefOut):
                                               "(true for the first)")
 
 
-class HistoryOut(serializers.Serializer):
+class HistoryOut(serializers.Serializer[Any]):
     team = serializers.CharField()
     operator = serializers.CharField()
     entries = HistoryEntryOut(many=True, help_text="oldest to newest")
@@ -96,13 +98,13 @@ class CompareSideOut(SubmissionRefOut):
                                         help_text="S_op per operator submitted")
 
 
-class CandidateSideOut(serializers.Serializer):
+class CandidateSideOut(serializers.Serializer[Any]):
     status = serializers.CharField(help_text="the operator's job status")
     s_op = serializers.FloatField(allow_null=True)
     sha256 = serializers.CharField()
 
 
-class ShapeSideOut(serializers.Serializer):
+class ShapeSideOut(serializers.Serializer[Any]):
     status = serializers.CharField()
     verdict = serializers.CharField()
     median_s = serializers.FloatField(allow_null=True)
@@ -111,7 +113,7 @@ class ShapeSideOut(serializers.Serializer):
     suspicious = serializers.BooleanField()
 
 
-class CompareShapeOut(serializers.Serializer):
+class CompareShapeOut(serializers.Serializer[Any]):
     shape_id = serializers.CharField()
     a = ShapeSideOut(allow_null=True)
     b = ShapeSideOut(allow_null=True)
@@ -121,7 +123,7 @@ class CompareShapeOut(serializers.Serializer):
     verdict_changed = serializers.BooleanField()
 
 
-class CompareOperatorOut(serializers.Serializer):
+class CompareOperatorOut(serializers.Serializer[Any]):
     operator = serializers.CharField()
     a = CandidateSideOut(allow_null=True, help_text="null: A has no candidate for it")
     b = CandidateSideOut(allow_null=True)
@@ -131,7 +133,7 @@ class CompareOperatorOut(serializers.Serializer):
     shapes = CompareShapeOut(many=True)
 
 
-class CompareOut(serializers.Serializer):
+class CompareOut(serializers.Serializer[Any]):
     a = CompareSideOut()
     b = CompareSideOut()
     same_target = serializers.BooleanField(help_text="same release and hardware")

@@ -43,6 +43,7 @@ from leaderboard.services import (
     weight_set_create,
 )
 from portal import derived_cache
+from portal.htmx import HtmxRequest
 from submissions.forms import form_or_400
 from submissions.models import ShapeResult
 from submissions.visibility import visible_submission
@@ -75,7 +76,7 @@ def _cells(row: dict[str, Any], baseline: bool = False) -> list[Cell]:
     return cells
 
 
-def board_page(request: HttpRequest, pk: int, hardware: str,
+def board_page(request: HtmxRequest, pk: int, hardware: str,
                board: str = "aggregate") -> HttpResponse:
     data = board_data(request.GET, pk, hardware, board)
     rows = data.pop("rows")

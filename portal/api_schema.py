@@ -7,7 +7,8 @@ token, 429 for too many bad tokens from one address) are added by a post-process
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, cast
 
 from drf_spectacular.utils import OpenApiResponse
 
@@ -58,7 +59,8 @@ def form_schema(form_class: type[Any]) -> dict[str, Any]:
                 if value is not None:
                     prop[key] = value
         elif isinstance(field, forms.ChoiceField):
-            prop = {"type": "string", "enum": [str(value) for value, _ in field.choices]}
+            choices = cast("Iterable[tuple[object, object]]", field.choices)
+            prop = {"type": "string", "enum": [str(value) for value, _ in choices]}
         else:
             prop = {"type": "string"}
             if getattr(field, "max_length", None) is not None:
@@ -69,3 +71,14 @@ def form_schema(form_class: type[Any]) -> dict[str, Any]:
         if field.required:
             required.append(name)
     return {"type": "object", "properties": properties, "required": required}
+
+
+
+def with_fields(**extra: Any) -> Any:
+    """Class decorator: adds to a serializer fields its class body cannot name (a keyword, a
+    name DRF's Field already uses); a trailing underscore is dropped (`from_` is "from")."""
+    def add(cls: Any) -> Any:
+        cls._declared_fields = {**cls._declared_fields,
+                                **{name.rstrip("_"): field for name, field in extra.items()}}
+        return cls
+    return add

@@ -41,7 +41,7 @@ def remember(kind: str, key: str, compute: Callable[[], T], timeout: int) -> T:
         cache.add(_generation_key(kind), uuid.uuid4().hex, None)
         generation = cache.get(_generation_key(kind))
     entry = f"{kind}:{generation}:{key}"
-    found = cache.get(entry)
+    found: T | None = cache.get(entry)
     if found is None:
         found = compute()
         cache.set(entry, found, timeout)

@@ -10,10 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
+import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
 from evaluation.protocol import FILESYSTEM_BROKER, TASK_SETTINGS, broker_settings
 from portal.env import env_bool, env_int, env_list, env_str
+
+# Django's generic classes (ModelAdmin[Release], ...) subscriptable at run time, as the type
+# checker (mypy with django-stubs) reads them.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("ATREX_VAR_DIR", str(BASE_DIR / "var")))

@@ -19,22 +19,29 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
-View = Callable[..., HttpResponse]
+if TYPE_CHECKING:
+    # not at run time: rest_framework.views imports the authentication, which imports this
+    from rest_framework.views import APIView
+
+View = Callable[..., HttpResponseBase]
 
 
 class PortalThrottle(SimpleRateThrottle):
     """DRF's SimpleRateThrottle, keyed by `ident()`."""
 
+    duration: int  # the window in seconds, parsed from the rate by DRF's __init__
+
     def get_rate(self) -> str | None:
         # DRF's own reads THROTTLE_RATES, bound once when rest_framework.throttling is
-        # imported; reading the settings now lets an override (the tests') apply.
-        self.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES
+        # imported; reading the settings now lets an override (the tests') apply. The rates
+        # are "N/min" strings (portal/settings.py).
+        self.THROTTLE_RATES = cast("dict[str, str | None]", api_settings.DEFAULT_THROTTLE_RATES)
         return super().get_rate()
 
     def get_cache_key(self, request: Any, view: Any) -> str | None:
@@ -70,10 +77,11 @@ class TokenFailureThrottle(PortalThrottle):
         return client_address(request)
 
 
-def refusal(throttle: type[SimpleRateThrottle], request: Any) -> int | None:
+def refusal(throttle: type[PortalThrottle], request: Any) -> int | None:
     """Count `request` against `throttle`: None when allowed, else whole seconds to wait."""
     rule = throttle()
-    if rule.allow_request(request, None):
+    # No DRF view handles these requests; PortalThrottle's keys never look at the view.
+    if rule.allow_request(request, cast("APIView", None)):
         return None
     wait = rule.wait()
     # DRF has no answer while more requests are counted than the rate allows (it was
@@ -88,11 +96,11 @@ def too_many(retry_after: int, what: str) -> HttpResponse:
     return response
 
 
-def limited_posts(throttle: type[SimpleRateThrottle], what: str) -> Callable[[View], View]:
+def limited_posts(throttle: type[PortalThrottle], what: str) -> Callable[[View], View]:
     """Decorator for pages: POSTs beyond the throttle's rate answer 429; reading never."""
     def decorate(view: View) -> View:
         @functools.wraps(view)
-        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
             if request.method == "POST":
                 wait = refusal(throttle, request)
                 if wait is not None:

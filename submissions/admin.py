@@ -31,7 +31,7 @@ def reject_results(modeladmin: Any, request: Any, queryset: Any) -> None:
         shape_result_review(result=result, accept=False, actor=request.user)
 
 
-class CandidateInline(admin.TabularInline):
+class CandidateInline(admin.TabularInline[Candidate, Submission]):
     model = Candidate
     fields = ("operator", "sha256")
     readonly_fields = ("operator", "sha256")
@@ -40,7 +40,7 @@ class CandidateInline(admin.TabularInline):
 
 
 @admin.register(Submission)
-class SubmissionAdmin(admin.ModelAdmin):
+class SubmissionAdmin(admin.ModelAdmin[Submission]):
     list_display = ("id", "team", "release", "hardware", "mode", "baseline", "agent",
                     "model_name", "created_at")
     # Filter by release and hardware, select all, "Re-run": every submission of a board again.
@@ -50,12 +50,12 @@ class SubmissionAdmin(admin.ModelAdmin):
 
 
 @admin.register(Candidate)
-class CandidateAdmin(admin.ModelAdmin):
+class CandidateAdmin(admin.ModelAdmin[Candidate]):
     list_display = ("id", "submission", "operator", "sha256")
 
 
 @admin.register(EvaluationJob)
-class EvaluationJobAdmin(admin.ModelAdmin):
+class EvaluationJobAdmin(admin.ModelAdmin[EvaluationJob]):
     list_display = ("id", "candidate", "status", "attempts", "shapes_done", "shapes_total",
                     "heartbeat_at")
     list_filter = ("status",)
@@ -63,7 +63,7 @@ class EvaluationJobAdmin(admin.ModelAdmin):
 
 
 @admin.register(ShapeResult)
-class ShapeResultAdmin(admin.ModelAdmin):
+class ShapeResultAdmin(admin.ModelAdmin[ShapeResult]):
     list_display = ("job", "attempt", "shape", "status", "verdict", "median_s", "attainment",
                     "suspicious")
     list_filter = ("status", "verdict", "suspicious")

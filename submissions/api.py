@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 from portal.accounts.auth import is_admin, request_team
 from portal.accounts.models import Team
 from portal.accounts.viewer import viewer_of
-from portal.api_schema import errors, form_schema
+from portal.api_schema import errors, form_schema, with_fields
 from submissions.forms import SubmissionForm
 from submissions.jobs import job_cancel
 from submissions.models import EvaluationJob, Submission
@@ -39,13 +39,13 @@ def acting_team(request: Request) -> Team:
 SUBMISSION_STATUSES = [*EvaluationJob.Status.values, "empty"]
 
 
-class ForeignKernelOut(serializers.Serializer):
+class ForeignKernelOut(serializers.Serializer[Any]):
     name = serializers.CharField()
     category = serializers.CharField(help_text="torch, vendor or compiled")
     count = serializers.IntegerField(help_text="launches in one forward")
 
 
-class ResultOut(serializers.Serializer):
+class ResultOut(serializers.Serializer[Any]):
     """One shape's result, as submissions.selectors.job_detail gives it."""
 
     shape_id = serializers.CharField()
@@ -75,7 +75,9 @@ class ResultOut(serializers.Serializer):
     # Admins also get the hidden roofline's numbers, left out of this public description.
 
 
-class JobOut(serializers.Serializer):
+# "source" is an attribute of DRF's Field (as its type stubs read it): named in the data
+@with_fields(source=serializers.CharField())
+class JobOut(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     operator = serializers.CharField()
     status = serializers.ChoiceField(choices=EvaluationJob.Status.choices)
@@ -86,7 +88,6 @@ class JobOut(serializers.Serializer):
     shapes_done = serializers.IntegerField()
     shapes_total = serializers.IntegerField()
     error = serializers.CharField()
-    source = serializers.CharField()
     sha256 = serializers.CharField()
     heartbeat_at = serializers.DateTimeField(allow_null=True)
     results = ResultOut(many=True)
@@ -96,7 +97,7 @@ class JobOut(serializers.Serializer):
 OUTCOME_STATUSES = ["queued", "running", "scored", "failed", "cancelled", "lost", "empty"]
 
 
-class OutcomeOut(serializers.Serializer):
+class OutcomeOut(serializers.Serializer[Any]):
     """What happened, in shapes (submissions.selectors.submission_outcome)."""
 
     status = serializers.ChoiceField(choices=OUTCOME_STATUSES, help_text=(
@@ -115,13 +116,13 @@ class OutcomeOut(serializers.Serializer):
     check = serializers.BooleanField(help_text="submitted in check mode: never ranked")
 
 
-class ReleaseRefOut(serializers.Serializer):
+class ReleaseRefOut(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     name = serializers.CharField()
     version = serializers.IntegerField()
 
 
-class SubmissionOut(serializers.Serializer):
+class SubmissionOut(serializers.Serializer[Any]):
     """A submission as its team (or an admin) sees it: submissions.selectors.submission_detail."""
 
     id = serializers.IntegerField()
@@ -143,7 +144,7 @@ class SubmissionOut(serializers.Serializer):
     jobs = JobOut(many=True)
 
 
-class SubmissionScoreOut(serializers.Serializer):
+class SubmissionScoreOut(serializers.Serializer[Any]):
     """The submission's score under the active weights (see _active_score)."""
 
     weights_version = serializers.IntegerField()
@@ -166,7 +167,7 @@ class SubmissionDetailOut(SubmissionOut):
     score = SubmissionScoreOut(allow_null=True)
 
 
-class QuotaOut(serializers.Serializer):
+class QuotaOut(serializers.Serializer[Any]):
     team = serializers.CharField()
     daily_limit = serializers.IntegerField()
     used_today = serializers.IntegerField()
@@ -247,7 +248,7 @@ class QuotaApi(APIView):
                          "remaining_checks": quota.remaining_checks})
 
 
-class KernelOut(serializers.Serializer):
+class KernelOut(serializers.Serializer[Any]):
     name = serializers.CharField()
     category = serializers.CharField(help_text="dsl (the candidate's own), torch, vendor or "
                                      "compiled")
@@ -257,7 +258,7 @@ class KernelOut(serializers.Serializer):
                                    "time")
 
 
-class ShapeProfileOut(serializers.Serializer):
+class ShapeProfileOut(serializers.Serializer[Any]):
     shape_id = serializers.CharField()
     status = serializers.CharField()
     failed_stage = serializers.CharField()
@@ -282,21 +283,21 @@ class ShapeProfileOut(serializers.Serializer):
     peak_path = serializers.CharField(allow_null=True)
 
 
-class OperatorProfileOut(serializers.Serializer):
+class OperatorProfileOut(serializers.Serializer[Any]):
     operator = serializers.CharField()
     job_status = serializers.CharField()
     job_mode = serializers.CharField()
     shapes = ShapeProfileOut(many=True)
 
 
-class HardwarePeaksOut(serializers.Serializer):
+class HardwarePeaksOut(serializers.Serializer[Any]):
     name = serializers.CharField()
     hbm_bytes_per_s = serializers.FloatField()
     peak_flops = serializers.DictField(child=serializers.FloatField())
     launch_floor_s = serializers.FloatField()
 
 
-class ProfileOut(serializers.Serializer):
+class ProfileOut(serializers.Serializer[Any]):
     """submissions.profile.submission_profile: per shape, what ran and how close it came."""
 
     schema = serializers.CharField()

@@ -18,6 +18,7 @@ stores is in submissions/results.py.
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 from collections.abc import Callable
@@ -92,8 +93,11 @@ def _next_attempt(job: EvaluationJob) -> Callable[[], None]:
         dsl_ratio_threshold=release.dsl_ratio_threshold, hardware=hardware.name,
         seed=secrets.randbits(63), heartbeat_s=settings.ATREX_JOB_HEARTBEAT_SECONDS)
     queue, task_id = hardware.queue, attempt_task_id(job.pk, job.attempts)
-    return lambda: current_app.send_task(EVALUATE_TASK, args=[spec], queue=queue,
-                                         task_id=task_id)
+
+    def send() -> None:
+        current_app.send_task(EVALUATE_TASK, args=[spec], queue=queue, task_id=task_id)
+
+    return send
 
 
 def _stop_attempts(job_id: int, up_to_attempt: int) -> None:
@@ -146,7 +150,7 @@ def jobs_sweep(*, now: datetime | None = None) -> SweepReport:
                 transaction.on_commit(_next_attempt(job))
                 report.requeued.append(job.pk)
             # After the new attempt is sent: a broker error here must not stop that.
-            transaction.on_commit(lambda pk=job.pk, n=attempt: _stop_attempts(pk, n),
+            transaction.on_commit(functools.partial(_stop_attempts, job.pk, attempt),
                                   robust=True)
             audit(actor=None, action="job.sweep", target=f"job:{job.pk}", before=before,
                   after={"status": job.status, "attempts": job.attempts})
@@ -209,10 +213,13 @@ def record_event(kind: str, payload: dict[str, Any]) -> None:
     attempt or of an ended job are ignored, and a run still alive is told to stop.
     """
     run = str(payload.get("run", ""))
+    job_id = payload.get("job_id")
+    if not isinstance(job_id, int):
+        return  # no job of ours: the worker reports the id the spec gave it
     with transaction.atomic():
         job = (EvaluationJob.objects.select_for_update(of=("self",))
                .select_related("candidate__operator__hidden", "candidate__submission__hardware")
-               .filter(pk=payload.get("job_id")).first())
+               .filter(pk=job_id).first())
         if job is None:
             return
         if job.status in TERMINAL or payload.get("attempt") != job.attempts:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from django.utils import timezone
 from evaluation.baselines import baseline_source
 from evaluation.models import HardwareProfile, Release
 from evaluation.selectors import evaluated_shape_ids
-from portal.accounts.models import Team
+from portal.accounts.models import Team, signed_in
 from portal.audit.models import audit
 from portal.errors import DomainError
 from submissions.jobs import ACTIVE, dispatch_all, rescore_on_commit
@@ -130,7 +131,7 @@ def submission_create(*, team: Team, user: object | None, release: Release,
                                 f"{quota.concurrent_limit}); wait for one to finish")
         submission = Submission.objects.create(
             team=team, release=release, hardware=hardware,
-            created_by=user if getattr(user, "pk", None) else None, agent=agent,
+            created_by=signed_in(user), agent=agent,
             model_name=model_name, output_tokens=output_tokens, notes=notes, mode=mode)
         job_ids = []
         for name, source in sorted(sources.items()):
@@ -227,7 +228,7 @@ def baseline_submissions_create(*, release: Release, hardware: HardwareProfile,
         for kind in chosen:
             submission = Submission.objects.create(
                 team=team, release=release, hardware=hardware, baseline=kind,
-                created_by=actor if getattr(actor, "pk", None) else None,
+                created_by=signed_in(actor),
                 agent="portal", notes=f"{Submission.Baseline(kind).label} of {release}")
             job_ids = []
             for operator in operators:
@@ -240,7 +241,7 @@ def baseline_submissions_create(*, release: Release, hardware: HardwareProfile,
                     sha256=hashlib.sha256(source.encode()).hexdigest())
                 job_ids.append(EvaluationJob.objects.create(
                     candidate=candidate, shapes_total=len(shapes), shape_ids=shapes).pk)
-            transaction.on_commit(lambda ids=job_ids: dispatch_all(ids))
+            transaction.on_commit(functools.partial(dispatch_all, job_ids))
             created.append(submission)
         audit(actor=actor, action="baselines.create", target=f"release:{release}/{hardware}",
               before={}, after={"submissions": [s.pk for s in created]})

@@ -29,7 +29,7 @@ def sweep_jobs() -> dict[str, list[int]]:
 
 
 @shared_task(name=webhooks.DELIVER_TASK, bind=True, max_retries=None)
-def deliver_webhook(self: Task, submission_id: int, body: str, delivery: str) -> None:
+def deliver_webhook(self: Task[Any, Any], submission_id: int, body: str, delivery: str) -> None:
     """POST a submission's end to its team's webhook (queue `results`, sent after commit).
 
     Tried again after a growing delay while the receiver cannot be reached, times out or

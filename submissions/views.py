@@ -18,6 +18,7 @@ from portal.accounts.auth import is_admin, request_team
 from portal.accounts.models import ApiToken, token_create
 from portal.accounts.viewer import viewer_of
 from portal.errors import DomainError
+from portal.htmx import HtmxRequest
 from portal.throttles import limited_posts
 from submissions.forms import (
     ResultReviewForm,
@@ -121,7 +122,7 @@ def upload_page(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def submission_page(request: HttpRequest, pk: int) -> HttpResponse:
+def submission_page(request: HtmxRequest, pk: int) -> HttpResponse:
     submission = visible_submission(request, pk)
     detail = submission_detail(submission, admin=is_admin(request))
     live = detail["status"] in ("queued", "running")

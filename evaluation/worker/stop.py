@@ -61,7 +61,8 @@ class StopWatch:
         self._thread = threading.Thread(target=self._watch, name=f"stop-watch-{job_id}",
                                         daemon=True)
         with app.connection_for_read() as connection:  # lazy: nothing connects here
-            self._errors = (OSError, *connection.connection_errors)
+            self._errors: tuple[type[BaseException], ...] = (
+                OSError, *connection.connection_errors)
 
     def __enter__(self) -> StopWatch:
         self._thread.start()

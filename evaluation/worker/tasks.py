@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 
 @app.task(name=EVALUATE_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
-def evaluate_job(self: Task, spec: dict[str, Any]) -> None:
+def evaluate_job(self: Task[Any, Any], spec: dict[str, Any]) -> None:
     run, worker = new_run_id(), self.request.hostname
     ids = {"job_id": spec["job_id"], "attempt": spec["attempt"], "worker": worker, "run": run}
     watch = StopWatch(app, job_id=spec["job_id"], attempt=spec["attempt"], run=run,

@@ -26,13 +26,13 @@ def show_teams(modeladmin: Any, request: Any, queryset: Any) -> None:
     _set_hidden(request, queryset, False)
 
 
-class MembershipInline(admin.TabularInline):
+class MembershipInline(admin.TabularInline[Membership, Team]):
     model = Membership
     extra = 0
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(admin.ModelAdmin[Team]):
     list_display = ("name", "slug", "daily_submission_quota", "daily_check_quota",
                     "concurrent_job_quota", "share_links_enabled", "hidden")
     prepopulated_fields = {"slug": ("name",)}
@@ -41,11 +41,11 @@ class TeamAdmin(admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(admin.ModelAdmin[Membership]):
     list_display = ("team", "user", "role", "joined_at")
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     list_display = ("team", "name", "prefix", "created_at", "last_used_at", "revoked_at")
     readonly_fields = ("prefix", "digest", "created_at", "last_used_at")

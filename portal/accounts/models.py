@@ -6,6 +6,7 @@ import hashlib
 import secrets
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import models
 
 TOKEN_PREFIX_CHARS = 8
@@ -15,8 +16,8 @@ DEFAULT_DAILY_CHECK_QUOTA = 100  # five times the ranked default
 class Team(models.Model):
     name = models.CharField(max_length=100, unique=True)
     slug = models.SlugField(max_length=100, unique=True)
-    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership",
-                                     related_name="teams")
+    members: models.ManyToManyField[User, Membership] = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Membership", related_name="teams")
     daily_submission_quota = models.PositiveIntegerField(default=20)
     # Check submissions (evaluated like any, never ranked) have their own, larger allowance:
     # a team tries more than it ranks (docs/teams.md, "Check submissions").
@@ -83,6 +84,11 @@ class ApiToken(models.Model):
 def token_create(*, team: Team, name: str, created_by: object | None = None) -> tuple[ApiToken, str]:
     """Create a token; the raw value is returned once and never stored."""
     raw = "atx_" + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(team=team, name=name, created_by=created_by,
+    token = ApiToken.objects.create(team=team, name=name, created_by=signed_in(created_by),
                                     prefix=raw[:TOKEN_PREFIX_CHARS], digest=hash_token(raw))
     return token, raw
+
+
+def signed_in(user: object) -> User | None:
+    """The user to record as an author: None for nobody, an anonymous one, or a system actor."""
+    return user if isinstance(user, User) else None
