@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> None:
     from django.db import connection
     from django.test import Client
 
-    from evaluation.models import HardwareProfile, Release
+    from evaluation.catalog.models import HardwareProfile, Release
     from leaderboard.services import summaries_rebuild, weight_set_activate, weight_set_create
 
     if args.reuse:
@@ -137,7 +137,7 @@ def measure(client, label: str, url: str, requests: int,  # type: ignore[no-unty
 
 
 def build_release(operator_count: int, shape_count: int):  # type: ignore[no-untyped-def]
-    from evaluation.models import (
+    from evaluation.catalog.models import (
         HardwareProfile,
         Operator,
         OperatorHidden,
@@ -169,7 +169,7 @@ def build_release(operator_count: int, shape_count: int):  # type: ignore[no-unt
 
 
 def build_submissions(release, teams: int, per_team: int) -> None:  # type: ignore[no-untyped-def]
-    from evaluation.models import HardwareProfile, Shape
+    from evaluation.catalog.models import HardwareProfile, Shape
     from portal.accounts.models import Team
     from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
 

@@ -131,7 +131,7 @@ def main() -> int:
 def build(args: argparse.Namespace) -> None:
     from django.core.management import call_command
 
-    from evaluation.models import Release, Shape
+    from evaluation.catalog.models import Release, Shape
     from leaderboard.models import WeightSet
     from leaderboard.services import summaries_rebuild, weight_set_activate
 
@@ -152,7 +152,7 @@ def build(args: argparse.Namespace) -> None:
 
 
 def build_submissions(release: Any, teams: int, per_team: int) -> int:
-    from evaluation.models import HardwareProfile, Shape
+    from evaluation.catalog.models import HardwareProfile, Shape
     from portal.accounts.models import Team
     from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
 
@@ -210,7 +210,7 @@ def cast_of_users(args: argparse.Namespace) -> World:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from evaluation.models import Release
+    from evaluation.catalog.models import Release
     from portal.accounts.models import Membership, Team, token_create
     from submissions.models import Submission
 

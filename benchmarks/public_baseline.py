@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
     from django.core.management import call_command
 
-    from evaluation.models import Release
+    from evaluation.catalog.models import Release
     from evaluation.worker.bundle import build as build_bundle
     from submissions.jobs import ACTIVE, dispatch_job, job_rerun
     from submissions.models import EvaluationJob

@@ -89,8 +89,8 @@ def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float) ->
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from evaluation.catalog import release_import
-    from evaluation.models import HardwareProfile
+    from evaluation.catalog.importing import release_import
+    from evaluation.catalog.models import HardwareProfile
     from evaluation.worker.bundle import build as build_bundle
     from portal.accounts.models import Membership, Team
     from submissions.models import EvaluationJob, ShapeResult

@@ -9,7 +9,7 @@ from typing import Any
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from evaluation.models import HardwareProfile, Release
+from evaluation.catalog.models import HardwareProfile, Release
 from leaderboard.models import WeightSet
 from leaderboard.selectors import (
     BOARDS,

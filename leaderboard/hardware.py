@@ -15,15 +15,15 @@ from typing import Any
 
 from django.db import transaction
 
-from evaluation.catalog import (
+from evaluation.catalog.importing import (
     HardwareProfileError,
     hardware_figures_check,
     hardware_profile_version_create,
     peak_paths_in_use,
 )
+from evaluation.catalog.models import HardwareProfile, HardwareProfileVersion, Release
 from evaluation.harness.release import HardwareProfile as HardwareSpec
 from evaluation.harness.release import ReleaseError
-from evaluation.models import HardwareProfile, HardwareProfileVersion, Release
 from leaderboard.services import rescore_weight_set, summaries_rebuild
 from portal import derived_cache
 from portal.audit.models import audit

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db.models import F
 
-from evaluation.models import HardwareProfile, Release
+from evaluation.catalog.models import HardwareProfile, Release
 from leaderboard.models import ScoreSummary, SubmissionScore
 from portal.accounts.models import Team
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission

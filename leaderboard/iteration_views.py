@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from evaluation.models import HardwareProfile, Operator, Release
+from evaluation.catalog.models import HardwareProfile, Operator, Release
 from leaderboard.iteration import history_targets, operator_history, submission_compare
 from portal.accounts.auth import request_team
 from submissions.services import MAX_BIG_INTEGER

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from evaluation.models import HardwareProfile, Release
+from evaluation.catalog.models import HardwareProfile, Release
 from submissions.models import Submission
 
 

@@ -13,8 +13,8 @@ from django.db import connection
 from django.db.models import F
 from django.db.models.functions import Coalesce
 
+from evaluation.catalog.models import HardwareProfile, Operator, Release
 from evaluation.harness.roofline import roofline_point
-from evaluation.models import HardwareProfile, Operator, Release
 from leaderboard.models import BoardFreeze, SubmissionScore, WeightSet
 from leaderboard.scoring import ScoringPolicy, ShapeOutcome, combine, solve_rate, summarise
 from leaderboard.services import scoring_context, shape_regime

@@ -9,10 +9,10 @@ from django.db import connection, models, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
+from evaluation.catalog.models import HardwareProfile, Operator, Release
+from evaluation.catalog.selectors import evaluated_shape_ids
 from evaluation.harness.release import ShapeRoofline
 from evaluation.harness.roofline import roofline_point
-from evaluation.models import HardwareProfile, Operator, Release
-from evaluation.selectors import evaluated_shape_ids
 from leaderboard.models import BoardFreeze, ScoreSummary, SubmissionScore, WeightSet
 from leaderboard.scoring import (
     BALANCED,

@@ -15,7 +15,7 @@ from django.template.defaultfilters import floatformat
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_http_methods, require_POST
 
-from evaluation.models import Release
+from evaluation.catalog.models import Release
 from leaderboard.board_requests import (
     BOARD_CACHE_S,
     analysis_data,

@@ -53,7 +53,7 @@ INSTALLED_APPS = [
     "template_partials",
     "portal.accounts",
     "portal.audit",
-    "evaluation",
+    "evaluation.catalog",
     "submissions",
     "leaderboard",
 ]

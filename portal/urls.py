@@ -3,8 +3,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from evaluation import api as catalog_api
-from evaluation import views as catalog_views
+from evaluation.catalog import api as catalog_api
+from evaluation.catalog import views as catalog_views
 from leaderboard import exports as board_exports
 from leaderboard import iteration_api, iteration_views
 from leaderboard import views as board_views

@@ -32,6 +32,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from evaluation.catalog.selectors import evaluated_shape_ids
 from evaluation.protocol import (
     EVALUATE_TASK,
     RESULTS_QUEUE,
@@ -39,7 +40,6 @@ from evaluation.protocol import (
     publish_stop,
     stop_message,
 )
-from evaluation.selectors import evaluated_shape_ids
 from portal.audit.models import audit
 from submissions.models import EvaluationJob
 from submissions.results import store_shape

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from evaluation.models import HardwareProfile, Operator, Release, Shape
+from evaluation.catalog.models import HardwareProfile, Operator, Release, Shape
 from portal.accounts.models import Team
 
 # Submission.Mode's values, for typed code (a TextChoices member reads as a tuple to mypy here).

@@ -21,9 +21,9 @@ from typing import Any
 
 from django.db.models import F
 
+from evaluation.catalog.models import HardwareProfile
 from evaluation.harness.release import ShapeRoofline
 from evaluation.harness.roofline import BALANCED, COMPUTE, MEMORY, dominant_peak_path, roofline_point
-from evaluation.models import HardwareProfile
 from submissions.models import EvaluationJob, ShapeResult, Submission
 
 PROFILE_SCHEMA = "atrex.submission-profile/1"

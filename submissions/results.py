@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from evaluation.catalog.models import HardwareProfile, Shape
 from evaluation.harness.roofline import roofline_point
-from evaluation.models import HardwareProfile, Shape
 from submissions.models import EvaluationJob, ShapeResult
 from submissions.sol import shape_scores
 

@@ -16,8 +16,8 @@ from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
 
 from evaluation.baselines import baseline_source
-from evaluation.models import HardwareProfile, Release
-from evaluation.selectors import evaluated_shape_ids
+from evaluation.catalog.models import HardwareProfile, Release
+from evaluation.catalog.selectors import evaluated_shape_ids
 from portal.accounts.models import Team, signed_in
 from portal.audit.models import audit
 from portal.errors import DomainError

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from evaluation.models import HardwareProfile, Release
+from evaluation.catalog.models import HardwareProfile, Release
 from portal.accounts.auth import is_admin, request_team
 from portal.accounts.models import ApiToken, token_create
 from portal.accounts.viewer import viewer_of

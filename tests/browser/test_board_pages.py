@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
 from leaderboard.models import WeightSet
 from leaderboard.services import weight_set_activate, weight_set_create, weight_set_from_release
 from submissions.models import EvaluationJob, ShapeResult

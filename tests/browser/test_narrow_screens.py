@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page
 
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
 from leaderboard.models import WeightSet
 from leaderboard.services import rescore_weight_set, summaries_rebuild, weight_set_from_release
 from submissions.models import EvaluationJob, ShapeResult

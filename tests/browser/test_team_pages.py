@@ -12,7 +12,7 @@ import pytest
 from django.test import override_settings
 from playwright.sync_api import Page, expect
 
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
 from leaderboard.services import weight_set_from_release
 from submissions.models import EvaluationJob, Submission
 from tests.browser.conftest import (

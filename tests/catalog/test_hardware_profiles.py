@@ -12,9 +12,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from evaluation.catalog import HardwareProfileError, release_import
+from evaluation.catalog.importing import HardwareProfileError, release_import
+from evaluation.catalog.models import HardwareProfile, HardwareProfileVersion, Release
 from evaluation.harness.release import ReleaseError
-from evaluation.models import HardwareProfile, HardwareProfileVersion, Release
 from leaderboard.hardware import hardware_profile_update
 from leaderboard.models import SubmissionScore, WeightSet
 from leaderboard.services import rescore_submission, weight_set_from_release

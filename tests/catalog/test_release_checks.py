@@ -11,8 +11,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from evaluation.catalog.models import HardwareProfile, Operator, Release, Shape
 from evaluation.harness.release import DEFAULT_ATOL, DEFAULT_RTOL
-from evaluation.models import HardwareProfile, Operator, Release, Shape
 from leaderboard.models import WeightSet
 from tests.conftest import FIXTURE_RELEASE
 

@@ -10,9 +10,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, Operator, OperatorHidden, Release, Shape
 from evaluation.harness.release import ReleaseError
-from evaluation.models import HardwareProfile, Operator, OperatorHidden, Release, Shape
 from tests.conftest import FIXTURE_RELEASE
 
 pytestmark = pytest.mark.django_db

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from evaluation.catalog.models import Release
 from evaluation.harness.release import (
     DTYPE_TO_PEAK_PATH,
     HardwareProfile,
@@ -18,7 +19,6 @@ from evaluation.harness.release import (
     project_hardware_profiles,
 )
 from evaluation.harness.roofline import roofline_point
-from evaluation.models import Release
 from evaluation.releases.make_fixture_roofline import write_release_rooflines
 from evaluation.releases.make_starter_roofline import STARTER_RELEASE, WORK_MODELS
 from leaderboard.models import WeightSet

@@ -11,7 +11,7 @@ import pytest
 from django.test import override_settings
 
 from atrex_cli import client
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
 from leaderboard.services import weight_set_from_release
 from portal.accounts.models import Team, token_create
 from submissions.models import EvaluationJob, Submission

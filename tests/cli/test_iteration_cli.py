@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from atrex_cli import client
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
 from leaderboard.services import weight_set_from_release
 from portal.accounts.models import token_create
 from tests.cli.test_cli import atrex

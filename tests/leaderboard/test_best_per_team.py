@@ -14,9 +14,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile, Release, Shape
-from evaluation.selectors import evaluated_shape_ids
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, Release, Shape
+from evaluation.catalog.selectors import evaluated_shape_ids
 from leaderboard.services import rescore_submission, weight_set_activate, weight_set_create
 from portal.accounts.models import Team
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission

@@ -10,8 +10,8 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile
 from leaderboard.services import (
     board_freeze_set,
     rescore_submission,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
 from leaderboard.services import weight_set_from_release
 from tests.conftest import FIXTURE_RELEASE
 

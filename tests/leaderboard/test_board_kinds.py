@@ -13,10 +13,10 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, OperatorHidden, Release, Shape
 from evaluation.harness.release import ShapeRoofline
 from evaluation.harness.roofline import sol_seconds
-from evaluation.models import HardwareProfile, OperatorHidden, Release, Shape
 from leaderboard.models import ScoreSummary, SubmissionScore
 from leaderboard.selectors import production_baseline
 from leaderboard.services import (

@@ -13,8 +13,8 @@ from django.core.management import call_command
 from django.db import IntegrityError
 from django.test import Client
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile, Release, Shape
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, Release, Shape
 from leaderboard.models import SubmissionScore, WeightSet
 from leaderboard.services import weight_set_activate, weight_set_create
 from portal.audit.models import AuditEntry

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
 from leaderboard.selectors import analysis_points, baseline_rows, operator_board
 from leaderboard.services import rescore_submission, weight_set_from_release
 from submissions.models import EvaluationJob, Submission

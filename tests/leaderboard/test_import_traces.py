@@ -11,8 +11,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from evaluation.catalog import release_import
-from evaluation.models import Release, ReleaseHidden
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import Release, ReleaseHidden
 from evaluation.traces import (
     TraceError,
     parse_rules,

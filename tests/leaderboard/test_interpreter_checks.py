@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evaluation.catalog import release_import
-from evaluation.models import Release
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import Release
 from leaderboard.models import SubmissionScore
 from leaderboard.selectors import analysis_points, operator_board
 from leaderboard.services import rescore_submission, weight_set_from_release

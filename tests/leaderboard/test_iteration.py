@@ -11,9 +11,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile, Release
-from evaluation.selectors import evaluated_shape_ids
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, Release
+from evaluation.catalog.selectors import evaluated_shape_ids
 from leaderboard.iteration import (
     MAX_DIFF_LINES,
     diff_lines,

@@ -13,9 +13,9 @@ from unittest import mock
 import pytest
 from django.test import Client, override_settings
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile, Release, Shape
-from evaluation.selectors import evaluated_shape_ids
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, Release, Shape
+from evaluation.catalog.selectors import evaluated_shape_ids
 from leaderboard.services import rescore_submission, weight_set_activate, weight_set_create
 from submissions.jobs import job_cancel, jobs_sweep
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission

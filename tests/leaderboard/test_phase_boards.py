@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile, Release, Shape
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, Release, Shape
 from leaderboard.services import rescore_submission, weight_set_activate, weight_set_create
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
 from tests.conftest import FIXTURE_RELEASE

@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 from django.test import Client, override_settings
 
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, OperatorHidden, Release, Shape
 from evaluation.harness.release import ShapeRoofline
 from evaluation.harness.roofline import roofline_point
-from evaluation.models import HardwareProfile, OperatorHidden, Release, Shape
 from leaderboard.services import (
     rescore_submission,
     scoring_context,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from django.db import connection
 
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
 from leaderboard.models import WeightSet
 from leaderboard.services import weight_set_activate, weight_set_create
 from tests.conftest import FIXTURE_RELEASE

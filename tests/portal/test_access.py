@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile, Operator, Release
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, Operator, Release
 from leaderboard.services import weight_set_from_release
 from portal.accounts.models import token_create
 from submissions.services import submission_create

@@ -25,8 +25,8 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from schemathesis import GenerationMode
 from schemathesis.checks import positive_data_acceptance
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile, Shape
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, Shape
 from leaderboard.services import weight_set_from_release
 from portal.accounts.models import token_create
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission

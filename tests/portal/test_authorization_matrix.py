@@ -10,8 +10,8 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile
 from leaderboard.services import weight_set_from_release
 from submissions.models import Candidate, EvaluationJob, Submission
 from tests.conftest import FIXTURE_RELEASE

@@ -19,8 +19,8 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile, Shape
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, Shape
 from leaderboard.models import BoardFreeze, WeightSet
 from leaderboard.services import weight_set_create, weight_set_from_release
 from portal.accounts.models import ApiToken, Team, token_create

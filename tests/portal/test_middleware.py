@@ -8,7 +8,7 @@ import io
 import pytest
 from django.test import Client, override_settings
 
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
 from portal.accounts.models import token_create
 from portal.middleware import BODY_MARGIN_BYTES
 from submissions.models import Submission

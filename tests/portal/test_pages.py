@@ -8,7 +8,7 @@ import re
 import pytest
 from django.test import Client
 
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
 from portal.accounts.models import ApiToken, hash_token
 from submissions.models import Submission
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES

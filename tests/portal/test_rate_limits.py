@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
 from portal.accounts.models import token_create
 from portal.throttles import PortalThrottle
 from submissions.models import Submission

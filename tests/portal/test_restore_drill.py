@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
 from tests.conftest import FIXTURE_RELEASE
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile, Release
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, Release
 from leaderboard.services import weight_set_from_release
 from submissions.models import EvaluationJob
 from submissions.services import submission_create

@@ -10,8 +10,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile, Shape
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, Shape
 from leaderboard.services import rescore_submission, weight_set_from_release
 from portal.accounts.models import token_create
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission

@@ -12,9 +12,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from evaluation.baselines import PYTORCH, TORCH_COMPILE, baseline_source
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile
 from evaluation.harness.operator_files import candidate_model_class
-from evaluation.models import HardwareProfile
 from portal.audit.models import AuditEntry
 from submissions.models import EvaluationJob, Submission
 from tests.conftest import FIXTURE_RELEASE

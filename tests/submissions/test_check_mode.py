@@ -11,7 +11,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from evaluation.models import HardwareProfile, Release
+from evaluation.catalog.models import HardwareProfile, Release
 from leaderboard.services import rescore_submission
 from portal.accounts.models import DEFAULT_DAILY_CHECK_QUOTA, Team, token_create
 from submissions.models import EvaluationJob, Submission

@@ -10,8 +10,8 @@ from unittest import mock
 import pytest
 from django.db import connection
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile
 from submissions.jobs import RESCORE_TASK, record_event
 from submissions.models import EvaluationJob, ShapeResult
 from submissions.services import submission_create

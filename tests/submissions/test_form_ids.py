@@ -7,7 +7,7 @@ import io
 import pytest
 from django.test import Client
 
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
 from portal.accounts.models import token_create
 from submissions.models import Submission
 from tests.conftest import FIXTURE_RELEASE

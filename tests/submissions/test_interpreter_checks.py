@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evaluation.models import Release
+from evaluation.catalog.models import Release
 from leaderboard.models import SubmissionScore
 from leaderboard.services import rescore_submission
 from submissions.jobs import job_cancel, job_rerun, record_event

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evaluation.models import HardwareProfile, Release
+from evaluation.catalog.models import HardwareProfile, Release
 from leaderboard.services import rescore_submission
 from submissions.jobs import job_cancel, record_event
 from submissions.models import EvaluationJob, ShapeResult, Submission

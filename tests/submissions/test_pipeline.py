@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from django.test import Client, override_settings
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile
 from submissions.models import EvaluationJob, ShapeResult
 from submissions.services import submission_create
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES

@@ -14,8 +14,8 @@ import jsonschema
 import pytest
 from django.test import Client
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile
 from leaderboard.services import rescore_submission, weight_set_from_release
 from portal.accounts.models import Team
 from submissions.jobs import record_event

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
 from portal.accounts.models import token_create
 from submissions.models import EvaluationJob, Submission
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES

@@ -9,8 +9,8 @@ from unittest import mock
 import pytest
 from django.db import connection
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile, Release
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, Release
 from portal.accounts.models import Team
 from submissions.models import Candidate, EvaluationJob, Submission
 from submissions.services import QuotaExceeded, quota_status, submission_create

@@ -13,8 +13,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile, Release
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, Release
 from submissions.models import Submission
 from tests.conftest import FIXTURE_RELEASE
 from tests.factories import TeamFactory, UserFactory, member_of

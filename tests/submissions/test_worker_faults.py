@@ -23,8 +23,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.test import Client, override_settings
 
-from evaluation.catalog import release_import
-from evaluation.models import HardwareProfile, Release
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, Release
 from portal.audit.models import AuditEntry
 from submissions.jobs import attempt_task_id
 from submissions.models import EvaluationJob, ShapeResult

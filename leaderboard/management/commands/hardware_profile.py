@@ -13,8 +13,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.catalog import HardwareProfileError
-from evaluation.models import HardwareProfile
+from evaluation.catalog.importing import HardwareProfileError
+from evaluation.catalog.models import HardwareProfile
 from leaderboard.hardware import hardware_profile_update
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from evaluation.catalog import release_import
+from evaluation.catalog.importing import release_import
 from evaluation.harness.release import ReleaseError
 from leaderboard.services import weight_set_from_release
 

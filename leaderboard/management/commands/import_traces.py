@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.models import Release
+from evaluation.catalog.models import Release
 from evaluation.traces import (
     TraceError,
     combine_traces,

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from evaluation.models import HardwareProfile
+from evaluation.catalog.models import HardwareProfile
 
 
 class Command(BaseCommand):

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.models import HardwareProfile, Release
+from evaluation.catalog.models import HardwareProfile, Release
 from submissions.models import Submission
 from submissions.services import baseline_submissions_create
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from evaluation.catalog import project_hardware_import
+from evaluation.catalog.importing import project_hardware_import
 
 
 class Command(BaseCommand):

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db.models import Count, QuerySet
 from django_stubs_ext import WithAnnotations
 
-from evaluation.models import Operator, Release
+from evaluation.catalog.models import Operator, Release
 
 # The dev tier: tiny shapes a release carries for CPU checks (Triton's interpreter). They are
 # never part of the scored tier, which is what GPU deployments evaluate and boards count.

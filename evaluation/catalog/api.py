@@ -13,8 +13,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from evaluation.models import Operator, Release
-from evaluation.selectors import bundle_zip, operators_public, public_files, releases_public
+from evaluation.catalog.models import Operator, Release
+from evaluation.catalog.selectors import bundle_zip, operators_public, public_files, releases_public
 from portal.api_schema import errors
 
 

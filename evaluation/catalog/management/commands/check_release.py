@@ -19,13 +19,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from evaluation.catalog.models import HardwareProfile, Release, Shape
 from evaluation.harness.release_check import (
     DeviceCheck,
     OperatorCheck,
     check_release,
     device_findings,
 )
-from evaluation.models import HardwareProfile, Release, Shape
 
 
 class Command(BaseCommand):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from evaluation.models import HardwareProfile, Operator, Release
-from evaluation.selectors import operators_public, public_files, releases_public
+from evaluation.catalog.models import HardwareProfile, Operator, Release
+from evaluation.catalog.selectors import operators_public, public_files, releases_public
 
 
 def home(request: HttpRequest) -> HttpResponse:

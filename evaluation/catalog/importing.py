@@ -13,6 +13,15 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Max
 
+from evaluation.catalog.models import (
+    HardwareProfile,
+    HardwareProfileVersion,
+    Operator,
+    OperatorHidden,
+    Release,
+    ReleaseHidden,
+    Shape,
+)
 from evaluation.harness.release import (
     DTYPE_TO_PEAK_PATH,
     PEAK_PATH_UNIT,
@@ -22,15 +31,6 @@ from evaluation.harness.release import (
 )
 from evaluation.harness.release import HardwareProfile as HardwareSpec
 from evaluation.harness.release import Release as LoadedRelease
-from evaluation.models import (
-    HardwareProfile,
-    HardwareProfileVersion,
-    Operator,
-    OperatorHidden,
-    Release,
-    ReleaseHidden,
-    Shape,
-)
 from evaluation.traces import TRACE_RULES_FILE, TraceError, parse_rules
 from portal.errors import DomainError
 

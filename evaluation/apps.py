@@ -1,6 +1,0 @@
-from django.apps import AppConfig
-
-
-class EvaluationConfig(AppConfig):
-    name = "evaluation"
-    verbose_name = "Benchmark catalog and evaluation"
