@@ -82,7 +82,8 @@ def submission_detail(submission: Submission, *, admin: bool) -> dict[str, Any]:
     }
 
 
-SCORE_FIELDS = ("ranked", "complete", "unevaluated_shapes", "lost_jobs", "aggregate",
+# The score's fields a submission's page and API show (of leaderboard.scoring.SCORE_FIELDS).
+ACTIVE_SCORE_FIELDS = ("ranked", "complete", "unevaluated_shapes", "lost_jobs", "aggregate",
                 "unweighted_mean", "memory", "compute", "prefill", "decode", "correctness_rate",
                 "dsl_adoption_rate", "by_operator")
 
@@ -99,7 +100,7 @@ def active_score(submission: Submission) -> dict[str, Any] | None:
     last_scored = (EvaluationJob.objects.filter(candidate__submission=submission,
                                                 finished_at__isnull=False)
                    .aggregate(last=Max("finished_at"))["last"])
-    values = {field: getattr(score, field) for field in SCORE_FIELDS}
+    values = {field: getattr(score, field) for field in ACTIVE_SCORE_FIELDS}
     values["ranked"] = values["ranked"] and not submission.is_check
     return {"weights_version": score.weight_set.version, **values,
             "computed_at": score.computed_at.isoformat(),
