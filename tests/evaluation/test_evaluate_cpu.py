@@ -6,9 +6,14 @@ import json
 
 import jsonschema
 import pytest
+import torch
 
+from evaluation.harness.evaluate import EvaluationJob, _ShapeRun, _TrustedSide
+from evaluation.harness.release import load_release
 from evaluation.harness.results import SCHEMA_PATH, EvaluationResult
-from tests.evaluation.helpers import run_candidate, sample_source
+from evaluation.harness.sandbox import CandidateError
+from tests.conftest import FIXTURE_RELEASE
+from tests.evaluation.helpers import TEST_SETTINGS, dev_shapes, run_candidate, sample_source
 
 OPERATORS = ["rms_norm", "fused_add_rms_norm", "silu_and_mul", "gemm_fp16",
              "topk_softmax_gating", "causal_attention"]
@@ -128,3 +133,73 @@ def test_no_failure_message_names_the_tolerance() -> None:
         text = f"{shape.error} {shape.traceback_tail}"
         for secret in ("0.0123457", "0.012346", "0.0654321", "0.065432", "atol", "rtol"):
             assert secret not in text, (shape.shape_id, text)
+
+
+def test_the_operators_own_reference_is_checked_once_and_not_observed_for_fallback() -> None:
+    """The release's PyTorch baseline submits reference.py unchanged: trusted code, so one
+    trial against itself, no adoption stage and one checked call (its timing as anyone's)."""
+    reference = (FIXTURE_RELEASE / "data" / "rms_norm" / "reference.py").read_text()
+    result = run_candidate("rms_norm", reference)
+    assert result.checks == "reference"
+    for shape in result.shapes:
+        assert shape.status == "passed", shape.error
+        assert shape.trials_checked == 1
+        assert shape.adoption is None and "adoption" not in shape.stage_seconds
+        assert shape.timing is not None and shape.timing["checked_calls"] == 1
+        assert shape.stage_reached == "performance"
+    jsonschema.validate(result.to_dict(), SCHEMA)
+    # one character more and it is a candidate like any other
+    edited = run_candidate("rms_norm", reference + "\n# edited\n")
+    assert edited.checks == "full"
+    assert all(s.trials_checked == 5 and s.adoption is not None for s in edited.shapes)
+
+
+class _CaptureCorruptingChild:
+    """Stands in for the sandboxed child in the timing stage: the first request fails as a
+    capture that corrupted the CUDA context does on a GPU; later ones report no time."""
+
+    def __init__(self, corrupts: bool) -> None:
+        self.corrupts = corrupts
+        self.allow_graph: list[bool] = []
+        self.kills = 0
+
+    def request(self, request: dict, timeout: float) -> dict:  # type: ignore[type-arg]
+        self.allow_graph.append(request["settings"]["allow_graph"])
+        if self.corrupts and len(self.allow_graph) == 1:
+            raise CandidateError("performance", "CUDA context unusable after failed graph "
+                                                "capture: operation not permitted when stream "
+                                                "is capturing")
+        return {"timing": {"measured": False, "reason": "stub"}, "checked_calls": []}
+
+    def kill(self) -> None:
+        self.kills += 1
+
+
+@pytest.mark.parametrize("corrupts", [True, False])
+def test_a_capture_that_corrupted_the_context_is_not_tried_again_on_the_next_shapes(
+        corrupts: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each try costs a new child (9-10 s a shape for the public fused_moe reference on an
+    H200): once one shape's capture corrupted the context, the job's later shapes go eager."""
+    release = load_release(FIXTURE_RELEASE)
+    operator = release.operator("rms_norm")
+    job = EvaluationJob(operator=operator.public, candidate_source="", tolerance=operator.tolerance)
+    trusted = _TrustedSide(job, torch.device("cpu"))
+    child = _CaptureCorruptingChild(corrupts)
+    monkeypatch.setattr(_ShapeRun, "_check_timed_calls", lambda self, checked, most: None)
+    first, second, third = (
+        _ShapeRun(job, TEST_SETTINGS, trusted, child, shape, torch.device("cpu"))  # type: ignore[arg-type]
+        for shape in (*dev_shapes("rms_norm")[:2], dev_shapes("rms_norm")[0]))
+    for run in (first, second, third):
+        run._performance()
+    if not corrupts:
+        assert child.allow_graph == [True, True, True] and child.kills == 0
+        assert all(run.result.timing and run.result.timing.get("graph_error") is None
+                   for run in (first, second, third))
+        return
+    # the failed shape again eagerly in a new child, then no capture tried
+    assert child.allow_graph == [True, False, False, False] and child.kills == 1
+    assert first.result.timing is not None and second.result.timing is not None
+    assert first.result.timing["graph_error"].startswith("CUDA context unusable after failed")
+    assert second.result.timing["graph_error"] == (
+        "not tried: capturing this candidate's forward corrupted the CUDA context on shape "
+        f"{first.spec.id} of this evaluation")
