@@ -118,6 +118,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
+def stored_summary(state: Path, like: dict[str, Any]) -> dict[str, Any]:
+    """What a state folder's database holds, read here (no GPU, no workers): for a run the
+    host's time limit cut off before it wrote its JSON. Device and torch as in `like`, the
+    JSON of an earlier run on the same host."""
+    os.environ.update(DATABASE_URL=f"sqlite:///{state.resolve() / 'db.sqlite3'}",
+                      DJANGO_SETTINGS_MODULE="portal.settings")
+    sys.path.insert(0, str(REPO))
+    import django
+
+    django.setup()
+    from evaluation.catalog.models import Release
+
+    release = Release.objects.order_by("-pk").first()
+    assert release is not None
+    report = summary(release, 0.0, True)
+    report.update(device=like["device"], torch=like["torch"], date=like["date"])
+    return report
+
+
 def progress_line() -> str:
     from submissions.models import EvaluationJob, ShapeResult
 
@@ -225,10 +244,20 @@ def main() -> int:
     parser.add_argument("--deadline-s", type=float, default=500)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--render", type=Path, help="the JSON of a run: write its doc section")
+    parser.add_argument("--stored", type=Path, metavar="RUN_JSON",
+                        help="no run: summarise --state's database into --json, with the "
+                             "device and torch of this earlier run's JSON")
     args = parser.parse_args()
     if args.render:
         write_section(render(json.loads(args.render.read_text())))
         print(f"wrote {DOC}")
+        return 0
+    if args.stored:
+        if args.state is None or args.json is None:
+            parser.error("--stored needs --state and --json")
+        report = stored_summary(args.state, json.loads(args.stored.read_text()))
+        args.json.write_text(json.dumps(report, indent=1, default=str) + "\n")
+        print(render(report))
         return 0
     if args.state is None or (args.release is None and not (args.state / "db.sqlite3").exists()):
         parser.error("--state, and --release for a first run")
