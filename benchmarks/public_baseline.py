@@ -17,6 +17,11 @@ prints:
     python benchmarks/public_baseline.py --release DIR --state DIR --deadline-s 500 --json OUT
 Here, from the JSON of the last run (no GPU): python benchmarks/public_baseline.py --render OUT
 (writes its section of docs/baselines.md).
+
+To go on from a committed run (benchmarks/results/h200-2026-12-01d/state.sqlite3 is the
+database after the 2026-12-01 runs; the release's files are in it, so no --release):
+    mkdir -p /tmp/state && cp benchmarks/results/h200-2026-12-01d/state.sqlite3 /tmp/state/db.sqlite3
+    python benchmarks/public_baseline.py --state /tmp/state --deadline-s 500 --json OUT
 """
 
 from __future__ import annotations
