@@ -339,10 +339,13 @@ class _ShapeRun:
             raise HarnessError("the reference returned neither a tensor nor a dict of tensors: "
                                "the release is broken")
         tol = self.job.tolerance
-        comparison = compare_outputs(payload["outputs"], expected, tol.atol, tol.rtol)
-        if not comparison.passed:
-            return comparison
-        problem = self._input_and_alias_problem(payload, inputs, originals, expected, event)
+        # comparing holds the outputs of both sides and the inputs twice: the trusted side's
+        # memory too (compare_outputs works a chunk at a time to keep it small)
+        with _trusted_allocations(self.device):
+            comparison = compare_outputs(payload["outputs"], expected, tol.atol, tol.rtol)
+            if not comparison.passed:
+                return comparison
+            problem = self._input_and_alias_problem(payload, inputs, originals, expected, event)
         if problem:
             return Comparison(False, comparison.max_abs_error, comparison.max_rel_error,
                               comparison.worst_output, problem)

@@ -14,6 +14,7 @@ Imports no Django: it runs on a bare GPU host.
 
 from __future__ import annotations
 
+import logging
 import socket
 import tempfile
 import uuid
@@ -35,6 +36,7 @@ from evaluation.protocol import SPEC_VERSION
 
 Publish = Callable[[str, dict[str, Any]], None]  # (event kind, payload)
 CheckStop = Callable[[], None]  # raises to abandon the run
+log = logging.getLogger(__name__)
 
 
 _warm: dict[tuple[str, str], WarmChildren] = {}
@@ -77,6 +79,16 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
     """
     ids = {"job_id": spec["job_id"], "attempt": spec["attempt"],
            "worker": worker or socket.gethostname(), "run": run or new_run_id()}
+    stopped: list[BaseException] = []  # what check_stop raised: it passes through unreported
+
+    def stop_here() -> None:
+        if check_stop is not None:
+            try:
+                check_stop()
+            except BaseException as exc:
+                stopped.append(exc)
+                raise
+
     if spec.get("version") != SPEC_VERSION:
         publish("failed", {**ids, "reason": f"job spec version {spec.get('version')!r}: this "
                            f"worker runs version {SPEC_VERSION}", "infrastructure": True})
@@ -98,17 +110,25 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
                 or worker_device()
             publish("started", {**ids, "shapes_total": len(public.shapes),
                                 "mode": evaluation_mode(device.split(":")[0])})
-            if check_stop is not None:
-                check_stop()
+            stop_here()
 
             def progress(shape: ShapeResult, done: int, total: int) -> None:
-                if check_stop is not None:
-                    check_stop()  # a stopped run's last shape was cut short: not reported
+                stop_here()  # a stopped run's last shape was cut short: not reported
                 publish("progress", {**ids, "done": done, "total": total, "shape": json_safe(asdict(shape))})
 
             result = evaluate(job, settings or EvaluationSettings(), progress, warm=warm)
     except (HarnessError, ReleaseError, OSError) as exc:
         publish("failed", {**ids, "reason": f"{type(exc).__name__}: {exc}",
                            "infrastructure": True})
+        return
+    except Exception as exc:
+        if stopped and exc is stopped[-1]:
+            raise
+        # A fault of the evaluator itself (the candidate's faults end as shape results):
+        # reported at once, so the job fails visibly instead of staying "running" until
+        # the sweeper finds it silent and runs it again, into the same fault.
+        log.exception("job %s attempt %s: the evaluator failed", spec["job_id"], spec["attempt"])
+        publish("failed", {**ids, "reason": f"the evaluator failed: {type(exc).__name__}: "
+                                            f"{str(exc)[:1000]}", "infrastructure": True})
         return
     publish("result", {**ids, "result": result.to_dict()})

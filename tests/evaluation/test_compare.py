@@ -59,3 +59,44 @@ def test_only_tensors_and_dicts_or_tuples_of_tensors_are_outputs() -> None:
     assert as_output_dict((torch.zeros(1), 2)) is None
     assert as_output_dict({"a": 1}) is None
     assert as_output_dict({}) is None
+
+
+# A large output is compared a chunk at a time (an H200 ran out of memory comparing a
+# 6.3 G-element output whole); the verdict must be the one the whole tensor gives.
+@pytest.mark.parametrize("chunk", [1, 3, 7, 1 << 26])
+def test_a_chunked_comparison_gives_the_whole_tensors_verdict(chunk: int) -> None:
+    from evaluation.harness.compare import _compare_tensor
+
+    generator = torch.Generator().manual_seed(3)
+    ref = torch.randn(5, 11, generator=generator)
+    cand = ref.clone()
+    cand.view(-1)[[2, 20, 21, 54]] += torch.tensor([0.5, -2.0, 0.3, 1.0])  # across chunks
+    ok, abs_err, rel_err, reason = _compare_tensor("out", cand, ref, 1e-2, 0.0, chunk)
+    assert not ok and abs_err == pytest.approx(2.0)
+    assert rel_err == pytest.approx(float(((cand - ref).abs() / ref.abs()).max()))
+    assert reason is not None and "4 of 55 elements wrong" in reason
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 1 << 26])
+def test_a_nan_in_a_later_chunk_outranks_an_error_in_an_earlier_one(chunk: int) -> None:
+    from evaluation.harness.compare import _compare_tensor
+
+    ref = torch.zeros(12)
+    cand = ref.clone()
+    cand[0] = 5.0  # outside the tolerance, in the first chunk
+    cand[11] = float("nan")  # the reference is finite there: the worse fault, in the last
+    ok, abs_err, _, reason = _compare_tensor("out", cand, ref, 1e-2, 0.0, chunk)
+    assert not ok and abs_err == float("inf")
+    assert reason == "output 'out' has 1 NaN/Inf values where the reference is finite"
+
+
+def test_a_mismatch_where_the_reference_is_nan_is_found_in_any_chunk() -> None:
+    from evaluation.harness.compare import _compare_tensor
+
+    ref = torch.zeros(9)
+    ref[1] = float("nan")  # in the first of five chunks
+    assert _compare_tensor("out", ref.clone(), ref, 0.0, 0.0, 2)[0]
+    cand = ref.clone()
+    cand[1] = 1.0
+    ok, _, _, reason = _compare_tensor("out", cand, ref, 1e9, 1e9, 2)
+    assert not ok and reason == "output 'out' differs where the reference is NaN/Inf"

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+import torch
+
 from evaluation.harness.release import load_release
 from evaluation.protocol import job_spec
+from evaluation.worker import jobs
 from evaluation.worker.jobs import run_job_spec, warm_children
+from evaluation.worker.stop import RunStopped
 from tests.conftest import FIXTURE_RELEASE
 from tests.evaluation.helpers import TEST_SETTINGS, sample_source
 
@@ -49,3 +54,33 @@ def test_a_worker_says_where_it_evaluates_when_a_job_starts() -> None:
     started = next(payload for kind, payload in events if kind == "started")
     result = next(payload["result"] for kind, payload in events if kind == "result")
     assert started["mode"] == result["mode"] == "cpu-interpreter"  # before the first shape
+
+
+def test_a_fault_of_the_evaluator_fails_the_job_at_once_as_an_infrastructure_failure(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # as the H200 met it: the trusted side ran out of memory comparing a 6.3 G-element output,
+    # and the job stayed "running" until the sweeper ran it again into the same fault
+    def out_of_memory(*args: Any, **kwargs: Any) -> None:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 5.89 GiB")
+
+    monkeypatch.setattr(jobs, "evaluate", out_of_memory)
+    events: list[tuple[str, dict[str, Any]]] = []
+    run_job_spec(spec(4, "triton_native"), lambda kind, payload: events.append((kind, payload)),
+                 TEST_SETTINGS)
+    assert [kind for kind, _ in events] == ["started", "failed"]
+    failed = events[-1][1]
+    assert failed["infrastructure"] is True and failed["job_id"] == 4
+    assert failed["reason"] == ("the evaluator failed: OutOfMemoryError: CUDA out of memory. "
+                                "Tried to allocate 5.89 GiB")
+
+
+def test_a_stop_the_portal_asked_for_ends_the_run_unreported(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def stop() -> None:
+        raise RunStopped("job 5 attempt 1 was cancelled")
+
+    events: list[tuple[str, dict[str, Any]]] = []
+    with pytest.raises(RunStopped):
+        run_job_spec(spec(5, "triton_native"), lambda kind, payload: events.append(
+            (kind, payload)), TEST_SETTINGS, check_stop=stop)
+    assert [kind for kind, _ in events] == ["started"]
