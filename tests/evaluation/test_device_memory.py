@@ -65,6 +65,32 @@ def test_a_reference_out_of_memory_fails_that_shape_as_the_releases_and_the_next
     assert narrow.status == "passed", narrow.error
 
 
+def test_running_out_of_memory_while_comparing_fails_that_shape_and_the_next_runs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # as on the H200: the trusted side compared a 6.3 G-element output and ran out of memory
+    import torch
+
+    from evaluation.harness import evaluate as evaluate_mod
+
+    compare = evaluate_mod.compare_outputs
+
+    def compare_or_run_out(candidate, reference, atol, rtol):  # type: ignore[no-untyped-def]
+        if next(iter(reference.values())).shape[-1] > 200:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 5.89 GiB")
+        return compare(candidate, reference, atol, rtol)
+
+    monkeypatch.setattr(evaluate_mod, "compare_outputs", compare_or_run_out)
+    release = load_release(FIXTURE_RELEASE)
+    op = release.operator("rms_norm")
+    job = EvaluationJob(operator=op.public, candidate_source=sample_source("rms_norm", "triton_native"),
+                        tolerance=op.tolerance, shape_ids=["dev-t4-h256", "dev-t3-h200"],
+                        masked_paths=(release.root,))
+    wide, narrow = evaluate(job, TEST_SETTINGS).shapes
+    assert wide.status == "failed" and wide.failed_stage == "reference"
+    assert wide.error is not None and "cannot be evaluated here, whatever the candidate does" in wide.error
+    assert narrow.status == "passed", narrow.error
+
+
 def _report(*shapes: ShapeOnDevice) -> DeviceCheck:
     return DeviceCheck("NVIDIA H200", 140 * GIB, list(shapes))
 
