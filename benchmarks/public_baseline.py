@@ -18,6 +18,12 @@ prints:
 Here, from the JSON of the last run (no GPU): python benchmarks/public_baseline.py --render OUT
 (writes its section of docs/baselines.md).
 
+The public copy's operators that lack a file (per_token_group_quant_fp8 has no input.py) run
+as a release of their own, with the project's stand-in generators: benchmarks/stand_in_release.py
+writes it, a run on a new state folder evaluates it, and
+    python benchmarks/public_baseline.py --render OUT --stand-in STAND_IN_OUT
+shows its rows beside the main run's, with S_agg over all the operators.
+
 To go on from a committed run (benchmarks/results/h200-2026-12-01d/state.sqlite3 is the
 database after the 2026-12-01 runs; the release's files are in it, so no --release):
     mkdir -p /tmp/state && cp benchmarks/results/h200-2026-12-01d/state.sqlite3 /tmp/state/db.sqlite3
@@ -180,15 +186,20 @@ def summary(release: Any, seconds: float, resumed: bool) -> dict[str, Any]:
             "error": job.error[:300]}
     score = SubmissionScore.objects.filter(submission=submission,
                                            weight_set__active=True).first()
+    hidden = getattr(release, "hidden", None)
     return {"release": str(release), "seconds": seconds, "resumed": resumed,
             "date": time.strftime("%Y-%m-%d"), "operators": operators,
             "weights": dict(score.weight_set.weights) if score else {},
+            # the release's own importance scores, before the portal normalises them over
+            # its operators: what a run of a stand-in release is weighed beside this one with
+            "importance": {op: entry["importance_score"]
+                           for op, entry in (hidden.importance if hidden else {}).items()},
             "score": {"aggregate": score.aggregate, "unweighted_mean": score.unweighted_mean,
                       "complete": score.complete, "by_operator": score.by_operator,
                       "correctness_rate": score.correctness_rate} if score else None}
 
 
-def render(report: dict[str, Any]) -> str:
+def render(report: dict[str, Any], stand_in: dict[str, Any] | None = None) -> str:
     operators = report["operators"]
     weights = report.get("weights") or {}
     score = report.get("score") or {}
@@ -211,10 +222,11 @@ def render(report: dict[str, Any]) -> str:
         s_op = by_operator.get(name) if op["status"] not in ("queued", "running") else None
         lines.append(f"| {name} | {weights.get(name, 0.0):.3f} | {op['shapes_total']} | "
                      f"{op['passed']} | {op['timed']} | "
-                     f"{f'{s_op:.4f}' if s_op is not None else '–'} | {op['status']} |")
+                     f"{s_op_text(s_op)} | {op['status']} |")
     aggregate = score.get("aggregate")
     if aggregate is not None and score.get("complete") and len(ended) == len(operators):
-        lines += ["", f"S_agg (release weights): **{aggregate:.4f}**"]
+        lines += ["", f"S_agg over its {len(operators)} operators (release weights): "
+                      f"**{aggregate:.4f}**"]
     else:
         unfinished = [name for name, op in operators.items() if op not in ended]
         share = sum(weights.get(name, 0.0) for name in unfinished)
@@ -222,13 +234,66 @@ def render(report: dict[str, Any]) -> str:
                       "weight, had not ended when the run's deadline came (queued, or cut off "
                       "while running: that one starts again from its first shape). A run on the "
                       "same state folder goes on from there and rewrites this section."]
+    if stand_in is not None:
+        lines += render_stand_in(report, stand_in)
     failed = [(name, f) for name, op in sorted(operators.items()) for f in op["failed"]]
+    failed += [(f"{name} (stand-in)", f) for name, op in sorted(
+        (stand_in or {}).get("operators", {}).items()) for f in op["failed"]]
     if failed:
         lines += ["", "Shapes that failed (scored 0):", "", "| operator | shape | stage | error |",
                   "| --- | --- | --- | --- |"]
         lines += [f"| {name} | {f['shape']} | {f['stage']} | {f['error'][:160].replace('|', '/')} |"
                   for name, f in failed]
     return "\n".join(lines) + "\n"
+
+
+def s_op_text(s_op: float | None) -> str:
+    """Four decimals; the few S_op below 0.001 (index-sorting references) in two figures."""
+    if s_op is None:
+        return "–"
+    return f"{s_op:.4f}" if s_op >= 0.001 or s_op == 0 else f"{s_op:.1e}"
+
+
+def render_stand_in(report: dict[str, Any], stand_in: dict[str, Any]) -> list[str]:
+    """The stand-in release's operators (benchmarks/stand_in_release.py) beside the main
+    run's, and S_agg over both: each operator weighed by the releases' own importance
+    scores, normalised over all of them, as the portal weighs one release's operators."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from leaderboard.scoring import normalise_weights, weighted_score
+
+    both = report.get("importance", {}) | stand_in.get("importance", {})
+    missing = [run["release"] for run in (report, stand_in) if not run.get("importance")]
+    if missing:
+        raise SystemExit(f"no importance scores in the JSON of {', '.join(missing)} "
+                         "(summarise its state folder again with --stored)")
+    weights = normalise_weights(both, both)
+    by_operator = dict((report.get("score") or {}).get("by_operator") or {})
+    stand_in_score = (stand_in.get("score") or {})
+    by_operator |= stand_in_score.get("by_operator") or {}
+    complete = all((run.get("score") or {}).get("complete") for run in (report, stand_in))
+    operators = stand_in["operators"]
+    lines = ["", f"### With the operator{'s' if len(operators) > 1 else ''} the public copy "
+                 "cannot run", "",
+             f"Evaluated the same way on {stand_in['device']} (torch {stand_in['torch']}), "
+             f"{stand_in['date']}, as a release of its own ({stand_in['release']}, written by "
+             "`benchmarks/stand_in_release.py`): the public files unchanged, `input.py` the "
+             "project's stand-in (`benchmarks/stand_ins/`), because the public copy has none.",
+             "", "| operator | weight among all | shapes | passed | timed | S_op | job |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for name, op in sorted(operators.items()):
+        s_op = by_operator.get(name) if op["status"] not in ("queued", "running") else None
+        lines.append(f"| {name} (stand-in input.py) | {weights.get(name, 0.0):.3f} | "
+                     f"{op['shapes_total']} | {op['passed']} | {op['timed']} | "
+                     f"{s_op_text(s_op)} | {op['status']} |")
+    aggregate = weighted_score(by_operator, weights) if complete else None
+    if aggregate is None:
+        lines += ["", "No S_agg over all operators: a job of either run has not ended."]
+    else:
+        lines += ["", f"S_agg over all {len(weights)} operators (release importance scores "
+                      f"normalised over the {len(weights)}; "
+                      f"{', '.join(operators)} with its stand-in input): **{aggregate:.4f}**"]
+    return lines
 
 
 def write_section(text: str, doc: Path = DOC) -> None:
@@ -249,12 +314,16 @@ def main() -> int:
     parser.add_argument("--deadline-s", type=float, default=500)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--render", type=Path, help="the JSON of a run: write its doc section")
+    parser.add_argument("--stand-in", type=Path, metavar="RUN_JSON",
+                        help="with --render: the JSON of a run of benchmarks/stand_in_release.py's"
+                             " release, shown beside it")
     parser.add_argument("--stored", type=Path, metavar="RUN_JSON",
                         help="no run: summarise --state's database into --json, with the "
                              "device and torch of this earlier run's JSON")
     args = parser.parse_args()
     if args.render:
-        write_section(render(json.loads(args.render.read_text())))
+        stand_in = json.loads(args.stand_in.read_text()) if args.stand_in else None
+        write_section(render(json.loads(args.render.read_text()), stand_in))
         print(f"wrote {DOC}")
         return 0
     if args.stored:
