@@ -25,7 +25,8 @@ writes it, a run on a new state folder evaluates it, and
 shows its rows beside the main run's, with S_agg over all the operators.
 
 To go on from a committed run (benchmarks/results/h200-2026-12-01d/state.sqlite3 is the
-database after the 2026-12-01 runs; the release's files are in it, so no --release):
+database after the four 2026-12-01 runs, every job ended; the release's files are in it, so
+no --release; a run on it finds nothing left to run and summarises it):
     mkdir -p /tmp/state && cp benchmarks/results/h200-2026-12-01d/state.sqlite3 /tmp/state/db.sqlite3
     python benchmarks/public_baseline.py --state /tmp/state --deadline-s 500 --json OUT
 """
