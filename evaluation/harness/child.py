@@ -9,6 +9,7 @@ to files in the child's directory and read back by the parent with weights_only 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -16,7 +17,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
@@ -27,7 +28,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .compare import as_output_dict
 from .device_memory import release_cached_memory
-from .dsl import DslAdapter, LaunchRecorder, adapter_for
+from .dsl import DslAdapter, LaunchRecorder, adapter_for, launch_names
 from .integrity import Fingerprint, changed, fingerprint
 from .operator_files import (
     candidate_model_class,
@@ -229,6 +230,7 @@ class ChildRuntime:
 
     def do_correctness(self, request: dict[str, Any]) -> dict[str, Any]:
         model = self.model_for(request)
+        names: set[str] = set()  # what the trials ran, for the parent's check of timed calls
         for index, seed in enumerate(request["trial_seeds"]):
             stage = "compile" if index == 0 else "correctness"
             inputs = make_inputs(self._inputs(), request["input_kwargs"], seed, self.device)
@@ -237,16 +239,33 @@ class ChildRuntime:
             _poison(self.device, max(2 * tensor_bytes(inputs), 1 << 20))
             started = time.perf_counter()
             try:
-                with torch.no_grad():
+                with torch.no_grad(), self._observing(names):
                     result = model(**inputs)
-                _synchronize(self.device)
+                    _synchronize(self.device)
             except Exception as exc:  # noqa: BLE001
                 what = "first call" if index == 0 else f"correctness trial {index}"
                 raise StageError(stage, f"{what} raised {type(exc).__name__}: {exc}", _tail()) from exc
             seconds = time.perf_counter() - started
             saved = self._save_call(result, inputs, before, stage, f"trial{index}")
             ChildRuntime.emit(self, event="trial", index=index, seconds=seconds, **saved)
-        return {}
+        return {"kernel_names": sorted(names)}
+
+    @contextlib.contextmanager
+    def _observing(self, names: set[str]) -> Iterator[None]:
+        """Adds to `names` what the calls inside ran: every device activity by name on a
+        GPU (the profiler, device records only), every DSL launch by name on a CPU."""
+        if self.device.type == "cuda":
+            from .timing import device_records
+
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) \
+                    as prof:
+                yield
+            names.update(name for name, _, _ in device_records(prof))
+        else:
+            launches = LaunchRecorder(own_files=frozenset({str(self.candidate_path)}))
+            with self.adapter.recording(launches):
+                yield
+            names.update(launch_names(launches))
 
     def _save_call(self, result: object, inputs: Mapping[str, Any],
                    before: Mapping[str, torch.Tensor], stage: str, name: str) -> dict[str, Any]:
@@ -278,6 +297,7 @@ class ChildRuntime:
                 result = model(**inputs)
                 torch.cuda.synchronize()
             kernels = [(name, (end - start) * 1e-9) for name, start, end in device_records(prof)]
+            names = {name for name, _ in kernels}
             aten_ops = _profiled_aten_ops(prof)
         else:
             # The CPU has no device records: aten ops dispatched outside DSL launches are the
@@ -285,6 +305,7 @@ class ChildRuntime:
             with self.adapter.recording(launches), torch.no_grad(), AtenRecorder(launches) as rec:
                 result = model(**inputs)
             aten_ops = rec.ops
+            names = launch_names(launches)
         self._check_threads()
         # The recorded call's output is checked too: a candidate that behaves one way while
         # it is watched and another while it is checked would otherwise pass both.
@@ -294,6 +315,7 @@ class ChildRuntime:
             "dsl_kernel_names": sorted(launches.own_kernels),
             "foreign_dsl_launches": launches.foreign_launches,
             "kernels": kernels,
+            "kernel_names": sorted(names),
             "aten_ops": aten_ops,
             "dsl_launch_count": launches.own_launches,
             "compiled_frames": _compiled_frames(),
@@ -339,12 +361,15 @@ class ChildRuntime:
         else:
             for inputs in sets:  # the warm-up calls a GPU run makes before timing
                 forward(inputs)
+            launches = LaunchRecorder(own_files=frozenset({str(self.candidate_path)}))
             for sample in range(settings.unmeasured_calls):
                 index = sample % len(sets)
                 seed, before = fresh.refill(index)
-                result = forward(sets[index])
+                with self.adapter.recording(launches):
+                    result = forward(sets[index])
                 checks.after(TimedCall(sample, seed, sets[index], before, result))
             report = not_measured("not measured: no GPU (CPU interpreter mode)")
+            report.timed_kernel_names = sorted(launch_names(launches))
         self._check_threads()
         report.fresh_inputs = fresh.fresh
         report.checked_calls = len(checks.finish())

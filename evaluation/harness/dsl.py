@@ -48,6 +48,11 @@ class LaunchRecorder:
             self.foreign_launches.append(name)
 
 
+def launch_names(recorder: LaunchRecorder) -> set[str]:
+    """Every kernel the recorder saw launched, the candidate's own and foreign ones."""
+    return set(recorder.own_kernels) | set(recorder.foreign_launches)
+
+
 class DslAdapter(Protocol):
     name: str
 

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from . import adoption as adoption_mod
+from . import environment
 from .compare import Comparison, as_output_dict, compare_outputs
 from .device_memory import configure_cuda_allocator, is_out_of_memory, release_cached_memory
 from .operator_files import import_file, make_inputs, make_model, tensor_bytes
@@ -207,6 +208,7 @@ class _TrustedSide:
         # each try costs a new child (9-10 s a shape on an H200 for the public fused_moe
         # and fp8_blockscale_fused_moe references, whose capture fails on a host sync).
         self.capture_poisoned_on: str | None = None
+        self.environment = environment.describe(device, job.dsl)
 
 
 class _ShapeRun:
@@ -217,12 +219,15 @@ class _ShapeRun:
         self.checks = checks
         self.spec = job.operator.shape(shape_id)
         self.device = device
-        self.result = ShapeResult(shape_id=shape_id)
+        self.result = ShapeResult(shape_id=shape_id, environment=dict(trusted.environment))
         self.stage = "compile"
         self.seeds = _SeedSource(job.seed, shape_id)
         self.init_seed = self.seeds.draw()
         self._reference_model: torch.nn.Module | None = None
         self._input_set_bytes: int | None = None
+        # Every kernel (memcpy, memset) the observed calls ran, by name: the correctness
+        # trials' and the adoption call's. A timed call may run no other.
+        self.observed_kernels: set[str] = set()
         self.base = {"shape_id": shape_id, "init_kwargs": dict(self.spec.init_kwargs),
                      "input_kwargs": dict(self.spec.input_kwargs), "init_seed": self.init_seed}
 
@@ -305,8 +310,9 @@ class _ShapeRun:
             if not one_at_a_time:
                 judge(event)
 
-        self.child.request({"cmd": "correctness", **self.base, "trial_seeds": seeds},
-                           self.settings.compile_timeout_s, on_event=on_trial)
+        done = self.child.request({"cmd": "correctness", **self.base, "trial_seeds": seeds},
+                                  self.settings.compile_timeout_s, on_event=on_trial)
+        self.observed_kernels |= _kernel_names(done.get("kernel_names"), "correctness")
         if one_at_a_time:
             for event in reported:
                 judge(event)
@@ -426,6 +432,7 @@ class _ShapeRun:
         except (KeyError, TypeError, ValueError) as exc:
             raise CandidateError("adoption", "the result channel sent a malformed adoption "
                                              f"report ({type(exc).__name__})") from exc
+        self.observed_kernels |= _kernel_names(done.get("kernel_names"), "adoption")
         report = adoption_mod.adoption_report(evidence, self.job.dsl_ratio_threshold)
         self.result.adoption = dataclasses.asdict(report)
         self.result.stage_reached = "adoption"
@@ -456,6 +463,7 @@ class _ShapeRun:
         request = {"cmd": "timing", **self.base, "seeds": [self.seeds.draw() for _ in range(sets)],
                    "settings": dataclasses.asdict(timing)}
         timeout = timing.max_seconds + self.settings.call_timeout_s
+        clocks_before = environment.clocks(self.device)
         try:
             done = self.child.request(request, timeout)
         except CandidateError as exc:
@@ -467,9 +475,16 @@ class _ShapeRun:
             graph_error = exc.message.splitlines()[0][:300]
             request["settings"] = dataclasses.asdict(dataclasses.replace(timing, allow_graph=False))
             done = self.child.request(request, timeout)
+        self.result.environment = {**self.trusted.environment, "clocks_before": clocks_before,
+                                   "clocks_after": environment.clocks(self.device)}
         report = _checked_timing(done.get("timing"))
         if graph_error is not None:
             report["graph_error"] = graph_error
+        if self.checks == FULL_CHECKS:
+            # The operator's own reference is the trusted side's code, which does not detect
+            # the timer; its vendor kernels may differ from call to call with data-dependent
+            # sizes (cuBLAS picks a GEMM kernel by M: an expert's tokens in MoE routing).
+            _check_timed_kernels(report["timed_kernel_names"], self.observed_kernels)
         self._check_timed_calls(done.get("checked_calls"), timing.max_checks)
         self.result.timing = report
         self.result.stage_reached = "performance"
@@ -526,13 +541,36 @@ def _trusted_allocations(device: torch.device) -> Iterator[None]:
             "does; a device check of the release lists such shapes") from None
 
 
+MAX_KERNEL_NAMES, MAX_KERNEL_NAME_CHARS = 2000, 2000
+
+
+def _kernel_names(names: object, stage: str) -> set[str]:
+    """A list of kernel names from the child, checked as untrusted input."""
+    if not isinstance(names, list) or len(names) > MAX_KERNEL_NAMES or not all(
+            isinstance(n, str) and len(n) <= MAX_KERNEL_NAME_CHARS for n in names):
+        raise CandidateError(stage, "the result channel sent a malformed list of kernel names")
+    return set(names)
+
+
+def _check_timed_kernels(timed: object, observed: set[str]) -> None:
+    """Every timed call runs only kernels the observed calls ran (how often may vary with
+    the data, as MoE routing does): a candidate that detects the timer cannot switch paths."""
+    new = sorted(_kernel_names(timed, "performance") - observed)
+    if new:
+        shown = ", ".join(new[:5]) + (f" and {len(new) - 5} more" if len(new) > 5 else "")
+        raise CandidateError("performance", f"behaviour changed under timing: {len(new)} "
+                                            f"kernel(s) ran only in timed calls, never in the "
+                                            f"calls observed (correctness trials, adoption): "
+                                            f"{shown}; the shape is not scored")
+
+
 def _checked_timing(timing: object) -> dict[str, Any]:
     """The child's timing report is untrusted: numbers must be numbers before they are used."""
-    numeric = ("median_s", "p10_s", "p90_s", "mean_s", "rse", "event_median_s",
-               "span_median_s", "kernels_per_forward", "seconds_spent")
+    numeric = ("median_s", "p10_s", "p90_s", "mean_s", "rse", "wall_median_s",
+               "busy_median_s", "span_median_s", "kernels_per_forward", "seconds_spent")
     if not isinstance(timing, dict) or not isinstance(timing.get("measured"), bool) or any(
             not isinstance(timing.get(k), int | float | None) or isinstance(timing.get(k), bool)
-            for k in numeric):
+            for k in numeric) or not isinstance(timing.get("timed_kernel_names"), list):
         raise CandidateError("performance", "the result channel sent a malformed timing report")
     if timing["measured"] and not (isinstance(timing.get("median_s"), int | float)
                                    and timing["median_s"] > 0):

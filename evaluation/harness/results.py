@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = "atrex.evaluation-result/1"
+SCHEMA_VERSION = "atrex.evaluation-result/2"
 EVALUATOR_VERSION = "0.1.0"
 SCHEMA_PATH = Path(__file__).resolve().parent / "result_schema.json"
 
@@ -41,6 +41,9 @@ class ShapeResult:
     timing: dict[str, Any] | None = None
     roofline: dict[str, Any] | None = None
     child_restarts: int = 0
+    # GPU, driver, CUDA, torch and DSL versions, and (where the shape was timed) the SM and
+    # memory clocks read before and after the timing stage (harness/environment.py)
+    environment: dict[str, Any] | None = None
     seconds: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
 

@@ -104,6 +104,16 @@ def test_a_candidate_with_a_syntax_error_fails_every_shape_at_compile() -> None:
     assert all("SyntaxError" in (s.error or "") for s in result.shapes)
 
 
+# Wrong only under the CPU adoption stage's dispatch mode: the trials run under the launch
+# recorder alone, so only the comparison of the watched call can fail it.
+WRONG_WHILE_WATCHED = sample_source("rms_norm", "triton_native").replace(
+    "        return out\n",
+    "        from torch.utils import _python_dispatch\n"
+    "        if _python_dispatch._get_current_dispatch_mode() is not None:\n"
+    "            out.mul_(2)\n"
+    "        return out\n")
+
+
 def test_no_failure_message_names_the_tolerance() -> None:
     """The tolerance is hidden metadata: every stage that compares (trials, in-place
     inputs, the call watched for adoption, spot-checked timed calls) reports how many
@@ -122,6 +132,7 @@ def test_no_failure_message_names_the_tolerance() -> None:
     for operator, source in [("rms_norm", sample_source("rms_norm", "wrong")),
                              ("silu_and_mul", sample_source("silu_and_mul", "wrong")),
                              ("rms_norm", (cheats / "warmup_detect.py").read_text()),
+                             ("rms_norm", WRONG_WHILE_WATCHED),
                              ("rms_norm", (cheats / "call_count_skip.py").read_text()),
                              ("rms_norm", (cheats / "input_mutation.py").read_text())]:
         job = EvaluationJob(operator=release.operator(operator).public, candidate_source=source,
@@ -169,7 +180,8 @@ class _CaptureCorruptingChild:
             raise CandidateError("performance", "CUDA context unusable after failed graph "
                                                 "capture: operation not permitted when stream "
                                                 "is capturing")
-        return {"timing": {"measured": False, "reason": "stub"}, "checked_calls": []}
+        return {"timing": {"measured": False, "reason": "stub", "timed_kernel_names": []},
+                "checked_calls": []}
 
     def kill(self) -> None:
         self.kills += 1
@@ -203,3 +215,59 @@ def test_a_capture_that_corrupted_the_context_is_not_tried_again_on_the_next_sha
     assert second.result.timing["graph_error"] == (
         "not tried: capturing this candidate's forward corrupted the CUDA context on shape "
         f"{first.spec.id} of this evaluation")
+
+
+DATA_DEPENDENT_LAUNCHES = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rows_kernel(x_ptr, w_ptr, out_ptr, first_row, n_cols, eps, BLOCK: tl.constexpr):
+    row = (first_row + tl.program_id(0)).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(tl.float32)
+    rstd = tl.math.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    normed = (x * rstd).to(out_ptr.dtype.element_ty).to(tl.float32)
+    tl.store(out_ptr + row * n_cols + cols, (normed * w).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+class Model(torch.nn.Module):
+    def __init__(self, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.eps = eps
+
+    def forward(self, x, weight):
+        # one launch per row whose first element is positive, one for the rest: how many
+        # launches a call makes depends on the data, as MoE routing's do
+        out = torch.empty_like(x)
+        block = triton.next_power_of_2(x.shape[1])
+        for row in range(x.shape[0]):
+            _rows_kernel[(1,)](x, weight, out, row, x.shape[1], self.eps, BLOCK=block)
+            if float(x[row, 0]) <= 0:
+                break
+        else:
+            return out
+        rest = x.shape[0] - row - 1
+        if rest:
+            _rows_kernel[(rest,)](x, weight, out, row + 1, x.shape[1], self.eps, BLOCK=block)
+        return out
+'''
+
+
+def test_launch_counts_that_vary_with_the_data_are_not_a_change_of_behaviour() -> None:
+    result = run_candidate("rms_norm", DATA_DEPENDENT_LAUNCHES)
+    for shape in result.shapes:
+        assert shape.status == "passed", shape.error
+        assert shape.timing is not None and shape.timing["timed_kernel_names"] == ["_rows_kernel"]
+
+
+def test_every_shape_records_the_environment_it_was_evaluated_in() -> None:
+    result = run_candidate("rms_norm", sample_source("rms_norm", "triton_native"), ["dev-t3-h200"])
+    environment = result.shapes[0].environment
+    assert environment is not None
+    assert environment["torch"] == torch.__version__ and environment["dsl"] == "triton"
+    assert environment["dsl_version"] and environment["gpu"] is None  # CPU: no GPU, no clocks

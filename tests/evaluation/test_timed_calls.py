@@ -74,6 +74,15 @@ def test_the_last_call_is_checked_when_none_was_picked() -> None:
     assert [s["sample"] for s in checks.finish()] == [9]
 
 
+def test_a_call_the_timing_stage_must_have_checked_is_checked_whatever_the_draw() -> None:
+    checks = TimedCallChecks(lambda c: {"file": f"t{c.sample}"}, probability=2**-32, max_checks=3)
+    for sample in range(6):
+        picked = call(sample)
+        picked.must_check = sample == 2
+        checks.after(picked)
+    assert [s["sample"] for s in checks.finish()] == [2]  # and not the last one besides
+
+
 def test_picks_are_random_and_near_the_asked_probability() -> None:
     picked: list[int] = []
     for _ in range(200):

@@ -1,75 +1,143 @@
-"""Splitting profiler device records into per-forward spans (pure; no GPU needed)."""
+"""The scored time from synthetic device records: the device span of one forward, in every
+launch mode (pure functions of evaluation.harness.timing; no GPU needed)."""
 
 from __future__ import annotations
+
+import statistics
 
 import pytest
 
 pytest.importorskip("triton")
 
 from evaluation.harness.timing import (  # noqa: E402
+    END_MARKER,
+    RETURNED_MARKER,
+    SPAN_BY_EVENTS,
+    SPAN_BY_PROFILER,
+    ForwardWindow,
+    MarkersForged,
     TimingSettings,
     enough_samples,
-    forward_spans,
+    forward_windows,
     next_batch_size,
+    scored_samples,
 )
 
-MARK = "_atrex_l2_flush_read"
-END = "_atrex_sample_end"
+SWEEP = "_atrex_l2_flush_read"
 
 
-def test_each_span_runs_from_first_kernel_start_to_last_kernel_end() -> None:
-    records = [
-        (MARK, 0, 100),
-        ("a", 110, 150), ("b", 160, 210),  # one forward, two kernels with a gap
-        (END, 220, 221),
-        ("refill", 230, 260),  # new input contents for the next sample: not the candidate's
-        (MARK, 300, 400),
-        ("a", 420, 470),
-        (END, 480, 481),
-        ("check_copy", 490, 500),  # a spot check's copy of the outputs: not counted either
-    ]
-    spans, busy, counts = forward_spans(records, MARK, END)
-    assert spans == pytest.approx([100e-9, 50e-9])
-    assert busy == pytest.approx([90e-9, 50e-9])  # the 10 ns gap between a and b is not busy
-    assert counts == [2, 1]
+def sample(t0: int, *activity: tuple[str, int, int], returned: int | None = None,
+           end: int | None = None) -> list[tuple[str, int, int]]:
+    """One sample's records: the L2 sweep ending at t0, the forward's activity, the marker
+    that the forward returned (after its last activity unless given) and the end marker."""
+    last = max((a[2] for a in activity), default=t0)
+    returned = last + 1 if returned is None else returned
+    end = returned + 5 if end is None else end
+    return [(SWEEP, t0 - 100, t0), *activity, (RETURNED_MARKER, returned, returned + 1),
+            (END_MARKER, end, end + 1)]
 
 
-def test_busy_time_counts_overlapping_kernels_once_and_gaps_not_at_all() -> None:
-    records = [(MARK, 0, 1),
-               ("main", 10, 50), ("side_stream", 20, 70),  # overlap: 10..70 busy
-               ("late", 100, 130),  # a host gap 70..100 (an eager launch), then 30 ns
-               ("inside", 105, 110),  # wholly inside `late`
-               (END, 140, 141)]
-    spans, busy, _ = forward_spans(records, MARK, END)
-    assert spans == pytest.approx([120e-9])
-    assert busy == pytest.approx([90e-9])
+def window(*activity: tuple[str, int, int], **markers: int) -> ForwardWindow:
+    records = sample(1000, *activity, **markers)
+    return forward_windows(sorted(records, key=lambda r: r[1]), SWEEP)[0]
 
 
-def test_records_outside_a_sample_are_ignored() -> None:
-    spans, _, _ = forward_spans([("warmup", 0, 10), (MARK, 20, 30), ("a", 40, 45), (END, 46, 47),
-                                 ("refill", 50, 90)], MARK, END)
-    assert spans == pytest.approx([5e-9])
+def test_the_span_runs_from_the_first_activity_start_to_the_last_end_gaps_included() -> None:
+    w = window(("a", 1010, 1050), ("b", 1160, 1210))  # a 110 ns host gap between two kernels
+    assert w.span_ns == 200
+    assert w.busy_ns == 90
+    assert (w.count, w.names) == (2, frozenset({"a", "b"}))
 
 
-def test_a_sample_with_no_kernel_yields_no_span() -> None:
-    spans, _, _ = forward_spans([(MARK, 0, 1), (END, 1, 2), (MARK, 2, 3), ("a", 4, 6),
-                                 (END, 7, 8)], MARK, END)
-    assert spans == pytest.approx([2e-9])
+def test_an_eager_forward_is_scored_by_its_span_not_by_its_busy_time() -> None:
+    gappy = window(("a", 1010, 1050), ("b", 1160, 1210))
+    # the uninstrumented event times of three calls: the 200 ns span and the events' edges
+    walls = [205e-9, 210e-9, 207e-9]
+    scored, measured_by = scored_samples("eager", [gappy] * 3, walls)
+    assert measured_by == SPAN_BY_EVENTS
+    assert statistics.median(scored) == pytest.approx(200e-9)  # the span: the host gap counts
+    assert statistics.median(scored) > 2 * gappy.busy_ns * 1e-9  # busy time would be 90 ns
+
+
+def test_an_eager_event_time_is_kept_between_the_busy_time_and_the_profiled_span() -> None:
+    w = window(("a", 1010, 1050), ("b", 1160, 1210))  # busy 90 ns, span 200 ns
+    scored, _ = scored_samples("eager", [w, w], [50e-9, 205e-9, 150e-9])
+    assert scored == pytest.approx([90e-9, 200e-9, 150e-9])
+
+
+def test_a_host_bound_forward_is_scored_by_its_event_time_when_the_profiler_stretched_it() -> None:
+    # under the profiler each launch gap grew: 1000 ns of span for 100 ns of kernels, while
+    # the events of the uninstrumented calls saw 600 ns
+    stretched = window(("a", 1010, 1060), ("b", 1960, 2010))
+    scored, measured_by = scored_samples("eager", [stretched], [600e-9, 610e-9, 590e-9])
+    assert measured_by == SPAN_BY_EVENTS
+    assert statistics.median(scored) == pytest.approx(600e-9)
+
+
+def test_graph_replay_is_scored_by_the_profiled_span_and_the_events_are_the_wall_time() -> None:
+    w = window(("a", 1010, 1050), ("b", 1052, 1100))
+    scored, measured_by = scored_samples("graph", [w, w], [3e-6, 3e-6])
+    assert (scored, measured_by) == (pytest.approx([90e-9, 90e-9]), SPAN_BY_PROFILER)
+
+
+def test_a_second_stream_memcpy_and_memset_all_count_once_in_the_busy_time() -> None:
+    w = window(("Memset (Device)", 1005, 1010), ("main", 1010, 1050),
+               ("side_stream", 1020, 1070),  # overlaps main: 1010..1070 busy once
+               ("Memcpy DtoD (Device -> Device)", 1100, 1130),  # after a 30 ns gap
+               ("inside", 1105, 1110))  # wholly inside the copy
+    assert w.span_ns == 125
+    assert w.busy_ns == 5 + 60 + 30
+    assert w.count == 5 and not w.escapes_events
+
+
+@pytest.mark.parametrize("activity, markers", [
+    # a side stream that did not wait for the sweep: it started before the sweep ended
+    ((("early", 990, 1030), ("main", 1010, 1050)), {}),
+    # a side stream still running after the forward returned (the events stopped at 1060)
+    ((("main", 1010, 1050), ("late", 1040, 1300)), {"returned": 1060, "end": 1400}),
+    # a background launch after the forward returned, before the synchronize ended
+    ((("main", 1010, 1050), ("after", 1070, 1090)), {"returned": 1060, "end": 1200}),
+])
+def test_work_the_events_cannot_see_makes_the_profiled_span_scored(
+        activity: tuple[tuple[str, int, int], ...], markers: dict[str, int]) -> None:
+    w = window(*activity, **markers)
+    assert w.escapes_events
+    scored, measured_by = scored_samples("eager", [w], [10e-9])  # the events saw little
+    assert measured_by == SPAN_BY_PROFILER
+    assert scored == pytest.approx([w.span_ns * 1e-9])
+
+
+def test_records_outside_a_sample_are_not_the_forward() -> None:
+    records = [("warmup", 0, 10), *sample(1000, ("a", 1010, 1015)), ("check_copy", 1100, 1190),
+               ("refill", 1200, 1290), *sample(2000, ("a", 2010, 2016))]
+    windows = forward_windows(records, SWEEP)
+    assert [w.span_ns for w in windows] == [5, 6]
+    assert all(w.names == {"a"} for w in windows)
+
+
+def test_a_sample_whose_forward_ran_nothing_is_an_empty_window() -> None:
+    windows = forward_windows([*sample(1000), *sample(2000, ("a", 2010, 2012))], SWEEP)
+    assert [w.count for w in windows] == [0, 1]
+    scored, _ = scored_samples("graph", windows, [])
+    assert scored == pytest.approx([2e-9])
 
 
 @pytest.mark.parametrize("records", [
-    # the candidate's work in a kernel named like the end marker: an end outside a sample
-    [(MARK, 0, 1), ("touch", 2, 3), (END, 4, 90), (END, 91, 92)],
+    # the candidate's work in a kernel named like the end marker
+    [(SWEEP, 0, 1), ("touch", 2, 3), (END_MARKER, 4, 90), (RETURNED_MARKER, 91, 92),
+     (END_MARKER, 93, 94)],
     # a kernel named like the start marker inside a sample
-    [(MARK, 0, 1), (MARK, 2, 50), ("a", 51, 60), (END, 61, 62)],
+    [(SWEEP, 0, 1), (SWEEP, 2, 50), ("a", 51, 60), (RETURNED_MARKER, 61, 62),
+     (END_MARKER, 63, 64)],
+    # one named like the returned marker, cutting the forward short
+    [(SWEEP, 0, 1), ("a", 2, 3), (RETURNED_MARKER, 4, 5), ("b", 6, 90),
+     (RETURNED_MARKER, 91, 92), (END_MARKER, 93, 94)],
     # a start marker never closed
-    [(MARK, 0, 1), ("a", 2, 3)],
+    [(SWEEP, 0, 1), ("a", 2, 3)],
 ])
 def test_markers_out_of_step_mean_forged_markers(records: list[tuple[str, int, int]]) -> None:
-    from evaluation.harness.timing import MarkersForged
-
     with pytest.raises(MarkersForged):
-        forward_spans(records, MARK, END)
+        forward_windows(records, SWEEP)
 
 
 def test_a_real_timing_report_passes_the_parents_check_and_a_forged_one_fails() -> None:
@@ -79,12 +147,24 @@ def test_a_real_timing_report_passes_the_parents_check_and_a_forged_one_fails() 
 
     report = TimingReport(measured=True, method="graph", median_s=2e-6, p10_s=1.9e-6, p90_s=2.2e-6,
                           mean_s=2e-6, rse=float("inf"), n=20, kernels_per_forward=1.0,
-                          event_median_s=5e-6, l2_flush_bytes=1 << 28, persisting_l2_reset=True)
+                          wall_median_s=5e-6, l2_flush_bytes=1 << 28, persisting_l2_reset=True,
+                          timed_kernel_names=["a"])
     assert _checked_timing(report.to_dict())["median_s"] == 2e-6
-    for forged in ({"measured": True, "median_s": "fast"}, {"measured": True, "median_s": 0},
+    for forged in ({"measured": True, "median_s": "fast", "timed_kernel_names": []},
+                   {"measured": True, "median_s": 0, "timed_kernel_names": []},
+                   {"measured": True, "median_s": 1e-6},  # no kernel names
                    {"measured": "yes"}, ["not", "a", "dict"]):
         with pytest.raises(CandidateError, match="timing report"):
             _checked_timing(forged)
+
+
+def test_a_kernel_seen_only_in_timed_calls_fails_the_shape_and_is_named() -> None:
+    from evaluation.harness.evaluate import _check_timed_kernels
+    from evaluation.harness.sandbox import CandidateError
+
+    with pytest.raises(CandidateError, match="behaviour changed under timing.*cublasLt_gemm"):
+        _check_timed_kernels(["rms_kernel", "cublasLt_gemm"], {"rms_kernel"})
+    _check_timed_kernels(["rms_kernel"], {"rms_kernel", "warm_only"})  # fewer kernels: fine
 
 
 def _samples_taken(per_sample_s: float, rse: float, spent_before_s: float = 0.0) -> list[int]:

@@ -62,7 +62,7 @@ class _DropGenuine:
 def _forged_answer(stage, request_id, cuda, x):
     if stage == "do_adoption":
         return {"event": "done", "req": request_id, "dsl_kernel_names": ["_rms_norm_kernel"],
-                "foreign_dsl_launches": [],
+                "kernel_names": ["_rms_norm_kernel"], "foreign_dsl_launches": [],
                 "kernels": [["_rms_norm_kernel", 3e-6]] if cuda else [],
                 "aten_ops": {}, "dsl_launch_count": 1, "compiled_frames": 0,
                 "device_timed": cuda}
@@ -71,7 +71,10 @@ def _forged_answer(stage, request_id, cuda, x):
     return {"event": "done", "req": request_id, "timing": {
         "measured": True, "reason": None, "method": "graph", "median_s": median,
         "p10_s": median * 0.98, "p90_s": median * 1.03, "mean_s": median * 1.004,
-        "rse": 0.004, "n": 160, "kernels_per_forward": 1.0, "event_median_s": median + 2.7e-6,
+        "rse": 0.004, "n": 160, "kernels_per_forward": 1.0, "wall_median_s": median + 2.7e-6,
+        "busy_median_s": median, "span_median_s": median, "scored_as": "span",
+        "span_measured_by": "profiler", "profiled_samples": 160,
+        "timed_kernel_names": ["_rms_norm_kernel"],
         "l2_flush_bytes": 268435456, "persisting_l2_reset": True, "graph_error": None,
         "seconds_spent": 0.41}}
 
