@@ -27,7 +27,7 @@ from leaderboard.board_requests import (
     operator_board_data,
     rank_changes_data,
 )
-from leaderboard.selectors import BOARDS, COLUMNS, NUMBER_COLUMNS, rows_as_csv
+from leaderboard.selectors import BOARDS, EXPORT_COLUMNS, NUMBER_COLUMNS, rows_as_csv
 from portal.api_schema import errors, with_fields
 
 OPERATOR_COLUMNS = ("rank", "team", "submission", "score", "date")
@@ -201,7 +201,7 @@ class BoardExportApi(_Export):
         data = board_data(request.query_params, pk, hardware, board)
         release, profile = data["release"], data["hardware"]
         if self.wants_csv(request):
-            return csv_attachment(rows_as_csv(data["rows"], data["baselines"], columns=COLUMNS),
+            return csv_attachment(rows_as_csv(data["rows"], data["baselines"], columns=EXPORT_COLUMNS),
                                   f"{release.name}-v{release.version}-{profile.name}-"
                                   f"{data['board']}.csv")
         freeze = data["freeze"]

@@ -24,6 +24,8 @@ NUMBER_COLUMNS = ("aggregate", "memory", "compute", "prefill", "decode", "unweig
                   "correctness_rate", "dsl_adoption_rate")
 COLUMNS = ("rank", "team", "submission", *NUMBER_COLUMNS, "output_tokens", "agent", "model",
            "date", "badges")
+# The exports also say what each row was measured with (the page names it above the table).
+EXPORT_COLUMNS = (*COLUMNS, "environment")
 # The boards of one release and hardware: each ranks teams by one of the stored scores.
 BOARDS = {"aggregate": "Aggregate (S_agg)", "memory": "Memory-bound shapes",
           "compute": "Compute-bound shapes", "prefill": "Prefill operators",
@@ -48,7 +50,8 @@ def board_freeze(release: Release, hardware: HardwareProfile) -> BoardFreeze | N
 _BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name",
                  "submission__created_at", "submission__output_tokens", "submission__agent",
                  "submission__model_name", "ranked", "complete", "unevaluated_shapes", "lost_jobs",
-                 "interpreter_jobs", "mixed_shapes", "fallback_shapes", *NUMBER_COLUMNS)
+                 "interpreter_jobs", "mixed_shapes", "fallback_shapes", "submission__environment",
+                 *NUMBER_COLUMNS)
 # What a board ranks: whole evaluations, none quarantined, measured on the hardware (a run in
 # Triton's CPU interpreter is a check of correctness and adoption, with no time to rank).
 RANKABLE = {"ranked": True, "complete": True, "interpreter_jobs": 0}
@@ -141,6 +144,7 @@ def _row(score: dict[str, Any], rank: int | None) -> dict[str, Any]:
         "model": score["submission__model_name"],
         "date": score["submission__created_at"].date().isoformat(),
         "badges": _badges(score),
+        "environment": score["submission__environment"],
     }
 
 
@@ -219,6 +223,7 @@ def production_baseline(*, release: Release, hardware: HardwareProfile,
         "correctness_rate": None, "dsl_adoption_rate": None, "output_tokens": None,
         "agent": "", "model": "", "date": "",
         "badges": ["baseline", f"{len(covered)} operators, {share:.0%} of the weight"],
+        "environment": "production timings: " + ", ".join(sorted(frameworks)),
     }
 
 
@@ -272,7 +277,7 @@ def analysis_points(*, release: Release, hardware: HardwareProfile,
 
 
 def rows_as_csv(rows: Sequence[dict[str, Any]], baselines: Sequence[dict[str, Any]] = (),
-                columns: Sequence[str] = COLUMNS) -> str:
+                columns: Sequence[str] = EXPORT_COLUMNS) -> str:
     """The board's rows, then its unranked baseline rows (rank empty, badged "baseline")."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")

@@ -29,6 +29,7 @@ from leaderboard.scoring import (
 )
 from portal import derived_cache
 from portal.audit.models import audit
+from submissions.environment import submission_environment_update
 from submissions.models import EvaluationJob, ShapeResult, Submission
 
 
@@ -130,7 +131,9 @@ def rescore_weight_set(weight_set: WeightSet) -> int:
 
 
 def rescore_submission(submission: Submission) -> None:
-    """After a job finished: its summary afresh, then its score under every weight set."""
+    """After a job finished: its summary afresh, then its score under every weight set (and
+    the environments its results were measured with, which boards show)."""
+    submission_environment_update(submission)
     context = _ScoringContext(submission.release)
     summary = summaries_rebuild(submission.release, [submission], context)[submission.pk]
     subsets = context.subset_operators(submission.hardware)

@@ -58,6 +58,7 @@ class Cell(NamedTuple):
     text: str
     num: bool
     badges: list[tuple[str, str]]  # (css class, label)
+    title: str = ""  # shown on hover: the submission's environment
 
 
 def _cells(row: dict[str, Any], baseline: bool = False) -> list[Cell]:
@@ -67,7 +68,8 @@ def _cells(row: dict[str, Any], baseline: bool = False) -> list[Cell]:
         if column == "badges":
             cells.append(Cell("", num, [("baseline" if baseline else b, b) for b in value or ()]))
         elif column == "submission":
-            cells.append(Cell(f"#{value}" if value else "", num, []))
+            cells.append(Cell(f"#{value}" if value else "", num, [],
+                              str(row.get("environment") or "")))
         elif value is None:
             # A score is None when a correct shape has no time (no GPU): not timed, not 0.
             cells.append(Cell("not timed" if column in SCORE_COLUMNS else "–", num, []))
@@ -90,8 +92,10 @@ def board_page(request: HtmxRequest, pk: int, hardware: str,
     def table() -> str:
         """The table and pager: the same for every visitor, so rendered once per version."""
         page = Paginator(rows, PAGE_SIZE).get_page(page_number)
+        shown = [*page.object_list, *data["baselines"]]
         return render_to_string("leaderboard/board.html#table", {
             "page": page, "table": [_cells(row) for row in page.object_list],
+            "environments": sorted({str(r["environment"]) for r in shown if r.get("environment")}),
             "baseline_table": [_cells(row, baseline=True) for row in data["baselines"]],
             "columns": COLUMNS, "number_columns": NUMBER_COLUMNS, "sort": sort,
             "query": query.urlencode()})

@@ -57,12 +57,16 @@ class ResultOut(serializers.Serializer[Any]):
     max_rel_error = serializers.FloatField(allow_null=True)
     verdict = serializers.CharField()
     dsl_ratio = serializers.FloatField(allow_null=True)
-    median_s = serializers.FloatField(allow_null=True)
+    median_s = serializers.FloatField(allow_null=True, help_text=(
+        "the scored time, seconds: the device span of one forward (first device activity's "
+        "start to the last one's end, any stream), median"))
     p10_s = serializers.FloatField(allow_null=True)
     p90_s = serializers.FloatField(allow_null=True)
     samples = serializers.IntegerField(allow_null=True)
-    launch_method = serializers.CharField()
-    event_median_s = serializers.FloatField(allow_null=True)
+    launch_method = serializers.CharField(help_text="graph (CUDA-graph replay) or eager")
+    wall_median_s = serializers.FloatField(allow_null=True, help_text=(
+        "the end-to-end wall time of one call, seconds (CUDA events around it, no profiler): "
+        "what the host adds on top of the span"))
     attainment = serializers.FloatField(allow_null=True)
     attainment_with_floor = serializers.FloatField(allow_null=True)
     suspicious = serializers.BooleanField()
@@ -258,6 +262,22 @@ class KernelOut(serializers.Serializer[Any]):
                                    "time")
 
 
+class ClocksOut(serializers.Serializer[Any]):
+    sm_mhz = serializers.IntegerField(allow_null=True)
+    memory_mhz = serializers.IntegerField(allow_null=True)
+
+
+class EnvironmentOut(serializers.Serializer[Any]):
+    gpu = serializers.CharField(allow_null=True)
+    driver = serializers.CharField(allow_null=True)
+    cuda = serializers.CharField(allow_null=True)
+    torch = serializers.CharField()
+    dsl = serializers.CharField()
+    dsl_version = serializers.CharField(allow_null=True)
+    clocks_before = ClocksOut(required=False, help_text="before the timing stage (NVML)")
+    clocks_after = ClocksOut(required=False, help_text="after the timing stage (NVML)")
+
+
 class ShapeProfileOut(serializers.Serializer[Any]):
     shape_id = serializers.CharField()
     status = serializers.CharField()
@@ -269,6 +289,17 @@ class ShapeProfileOut(serializers.Serializer[Any]):
     p90_s = serializers.FloatField(allow_null=True)
     samples = serializers.IntegerField(allow_null=True)
     launch_method = serializers.CharField()
+    wall_median_s = serializers.FloatField(allow_null=True, help_text=(
+        "the end-to-end wall time of one call (CUDA events around it, no profiler)"))
+    busy_median_s = serializers.FloatField(allow_null=True, help_text=(
+        "the union of the kernels' intervals: reported, never scored"))
+    scored_as = serializers.CharField(allow_null=True, help_text=(
+        "span: median_s is the device span of one forward (older results: busy)"))
+    span_measured_by = serializers.CharField(allow_null=True, help_text=(
+        "profiler (device records: graph replay, or eager work CUDA events cannot see) or "
+        "events (eager: CUDA events of uninstrumented calls, bounded by the profiled busy "
+        "time and span)"))
+    environment = EnvironmentOut(allow_null=True)
     kernels_per_forward = serializers.FloatField(allow_null=True)
     attainment = serializers.FloatField(allow_null=True)
     attainment_with_floor = serializers.FloatField(allow_null=True)

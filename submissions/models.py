@@ -42,6 +42,9 @@ class Submission(models.Model):
     # The jobs' last end the team's webhook was called for: one call per end, however many
     # rescores follow it (an admin's re-run ends it again, and calls again).
     webhook_ended_at = models.DateTimeField(null=True, blank=True)
+    # Derived from its results (submissions/environment.py), rewritten when a job ends: the
+    # GPUs, drivers, CUDA, torch and DSL versions its shapes were measured with.
+    environment = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
@@ -127,17 +130,21 @@ class ShapeResult(models.Model):
     max_rel_error = models.FloatField(null=True)
     verdict = models.CharField(max_length=20, blank=True)
     dsl_ratio = models.FloatField(null=True)
-    median_s = models.FloatField(null=True)
+    median_s = models.FloatField(
+        null=True, help_text="the scored time: the device span of one forward (median)")
     p10_s = models.FloatField(null=True)
     p90_s = models.FloatField(null=True)
     samples = models.PositiveIntegerField(null=True)
     launch_method = models.CharField(max_length=10, blank=True)
-    event_median_s = models.FloatField(null=True)
+    wall_median_s = models.FloatField(
+        null=True, help_text="the end-to-end wall time of one call (median): what the host "
+                             "adds on top of the span")
     sol_s = models.FloatField(null=True)
     attainment = models.FloatField(null=True)
     attainment_with_floor = models.FloatField(null=True)
     suspicious = models.BooleanField(default=False)
-    raw = models.JSONField(help_text="the harness's ShapeResult, schema atrex.evaluation-result/1")
+    raw = models.JSONField(help_text="the harness's ShapeResult, schema atrex.evaluation-result/2 "
+                                     "(results stored before 2026-12-02: /1)")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "attempt", "shape"],

@@ -28,7 +28,8 @@ from submissions.models import EvaluationJob, ShapeResult, Submission
 
 PROFILE_SCHEMA = "atrex.submission-profile/1"
 _FIELDS = ("status", "failed_stage", "verdict", "dsl_ratio", "median_s", "p10_s", "p90_s",
-           "samples", "launch_method", "attainment", "attainment_with_floor", "suspicious")
+           "samples", "launch_method", "wall_median_s", "attainment", "attainment_with_floor",
+           "suspicious")
 NOTES = (
     "kernels: one forward observed under the profiler in the adoption stage (L2 not flushed, "
     "one call), so their times need not add up to the timed median; share = the kernel's "
@@ -36,6 +37,12 @@ NOTES = (
     "achieved: attainment x the peak of the resource that bounds the shape (its regime); "
     "the other resource's rate is not given (it would reveal the hidden work W or traffic Q)",
     "attainment_with_floor: (SOL + the hardware's launch floor) / median time, capped at 1",
+    "median_s: the scored time, the device span of one forward (first device activity's start "
+    "to the last one's end, any stream, L2 flushed); wall_median_s: the end-to-end time of one "
+    "call (CUDA events around it, no profiler), what the host adds; busy_median_s: the union "
+    "of the kernels' intervals, never scored",
+    "environment: the GPU, driver, CUDA, torch and DSL versions the shape was evaluated with, "
+    "and the SM and memory clocks (MHz) before and after its timing stage",
 )
 
 
@@ -47,12 +54,14 @@ def submission_profile(submission: Submission) -> dict[str, Any]:
                 .select_related("candidate__operator__hidden")
                 .order_by("candidate__operator__name"))
     rows: dict[int, list[dict[str, Any]]] = {job.pk: [] for job in jobs}
-    for job_id, shape_id, adoption, timing, *values in (
+    for job_id, shape_id, adoption, timing, environment, *values in (
             ShapeResult.objects.filter(job__in=jobs, attempt=F("job__attempts"))
             .order_by("shape__position")
-            .values_list("job_id", "shape__shape_id", "raw__adoption", "raw__timing", *_FIELDS)):
+            .values_list("job_id", "shape__shape_id", "raw__adoption", "raw__timing",
+                         "raw__environment", *_FIELDS)):
         rows[job_id].append({"shape_id": shape_id, **dict(zip(_FIELDS, values, strict=True)),
-                             "_adoption": adoption, "_timing": timing})
+                             "_adoption": adoption, "_timing": timing,
+                             "_environment": environment})
     return {
         "schema": PROFILE_SCHEMA, "submission": submission.pk, "mode": submission.mode,
         "hardware": {"name": hardware.name, "hbm_bytes_per_s": hardware.hbm_bytes_per_s,
@@ -82,9 +91,13 @@ def shape_profile(row: dict[str, Any], roofline: ShapeRoofline | None,
     return {
         **{key: value for key, value in row.items() if not key.startswith("_")},
         "kernels_per_forward": timing.get("kernels_per_forward"),
-        # "span" (graph replay: first kernel start to last kernel end) or "busy" (eager: the
-        # union of the kernels' intervals); absent in results from before it was reported
+        # "span": the device span of one forward in either launch mode. Results from before
+        # 2026-12-02 may say "busy" (eager forwards were scored by the kernels' busy time
+        # then) or nothing (before it was reported).
         "scored_as": timing.get("scored_as"),
+        "span_measured_by": timing.get("span_measured_by"),
+        "busy_median_s": timing.get("busy_median_s"),
+        "environment": row["_environment"] if isinstance(row["_environment"], dict) else None,
         "kernels": kernels,
         "kernel_time_s": total_s,
         **achieved(row, roofline, hardware),

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import template
+
+from submissions.environment import environment_text
 
 register = template.Library()
 
@@ -26,3 +30,9 @@ def bandwidth(bytes_per_s: float | None) -> str:
 @register.filter
 def flop_rate(flops_per_s: float | None) -> str:
     return "–" if flops_per_s is None else f"{flops_per_s / 1e12:.1f} TFLOP/s"
+
+
+
+@register.filter(name="environment_text")
+def environment_text_filter(environment: dict[str, Any] | None) -> str:
+    return environment_text(environment)

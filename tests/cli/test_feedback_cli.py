@@ -73,6 +73,12 @@ def test_status_json_carries_the_per_shape_profile(served: dict[str, Any]) -> No
     assert [(k["name"], k["share"]) for k in shape["kernels"]] == [
         ("_rms_norm_kernel", pytest.approx(0.75)), ("Memset (Device)", pytest.approx(0.25))]
     assert shape["bandwidth_fraction"] == pytest.approx(shape["attainment"])
+    # both times, in the job's results and in the profile, and what they were measured with
+    [result] = doc["jobs"][0]["results"]
+    assert result["median_s"] == pytest.approx(20e-6)
+    assert result["wall_median_s"] == pytest.approx(35e-6)
+    assert shape["wall_median_s"] == pytest.approx(35e-6)
+    assert shape["environment"]["gpu"] == "NVIDIA H200"
     same = json.loads(atrex(served, "status", str(submission.pk), "--format", "json",
                             token=served["token"]).stdout)
     assert same["profile"] == doc["profile"]

@@ -215,17 +215,17 @@ def test_the_csv_export_neutralises_formulas_in_team_supplied_text(world: dict[s
 
 
 def test_csv_cells_that_start_like_formulas_are_text_and_numbers_stay_numbers() -> None:
-    from leaderboard.selectors import COLUMNS, NUMBER_COLUMNS, rows_as_csv
+    from leaderboard.selectors import EXPORT_COLUMNS, NUMBER_COLUMNS, rows_as_csv
 
-    row: dict[str, Any] = {column: None for column in COLUMNS}
+    row: dict[str, Any] = {column: None for column in EXPORT_COLUMNS}
     row.update({"rank": 1, "team": "+Red", "submission": 7, "aggregate": -0.25,
                 "output_tokens": 1200, "agent": "-2+3", "model": "\tcmd", "date": "\rx",
-                "badges": ["@once", "twice\r=1+1"]})
+                "badges": ["@once", "twice\r=1+1"], "environment": "=GPU()"})
     rows = list(csv.DictReader(io.StringIO(rows_as_csv([row]))))
     assert len(rows) == 1  # a carriage return inside a cell starts no row of its own
     exported = rows[0]
-    assert [exported[c] for c in ("team", "agent", "model", "date", "badges")] == [
-        "'+Red", "'-2+3", "'\tcmd", "'\nx", "'@once; twice\n=1+1"]
+    assert [exported[c] for c in ("team", "agent", "model", "date", "badges", "environment")] == [
+        "'+Red", "'-2+3", "'\tcmd", "'\nx", "'@once; twice\n=1+1", "'=GPU()"]
     assert (exported["aggregate"], exported["output_tokens"], exported["rank"]) == (
         "-0.25", "1200", "1")
     assert all(exported[c] == "" for c in NUMBER_COLUMNS if c != "aggregate")

@@ -35,11 +35,17 @@ RMS_SOL_S, GEMM_SOL_S = 13.98272e-6, 138.96759703943377e-6
 H200_RESULTS = REPO / "tests" / "submissions" / "data" / "h200"
 SCHEMA = REPO / "evaluation" / "harness" / "result_schema.json"
 H200_HBM, H200_FP16 = 4.8e12, 989e12
+# As the trusted parent records it (harness/environment.py), clocks read through NVML.
+H200_ENVIRONMENT = {"gpu": "NVIDIA H200", "driver": "580.159.04", "cuda": "13.0",
+                    "torch": "2.11.0+cu130", "python": "3.12.3", "dsl": "triton",
+                    "dsl_version": "3.6.0", "clocks_before": {"sm_mhz": 1980, "memory_mhz": 3201},
+                    "clocks_after": {"sm_mhz": 1965, "memory_mhz": 3201}}
 
 
 def gpu_shape(shape_id: str, *, median_s: float | None, kernels: list[tuple[str, str, int, float]],
               passed: bool = True, verdict: str = "native", legacy: bool = False,
-              kernels_per_forward: float = 2.0) -> dict[str, Any]:
+              kernels_per_forward: float = 2.0,
+              environment: dict[str, Any] | None = H200_ENVIRONMENT) -> dict[str, Any]:
     """A shape as a GPU worker reports it: the adoption stage's kernels (name, category,
     launches, device µs) and the timing stage's median. `legacy`: as the harness reported
     before it listed the candidate's own kernels one by one."""
@@ -63,7 +69,12 @@ def gpu_shape(shape_id: str, *, median_s: float | None, kernels: list[tuple[str,
             "timing": {"measured": median_s is not None, "median_s": median_s,
                        "p10_s": median_s and median_s * 0.95, "p90_s": median_s and median_s * 1.1,
                        "n": 40, "method": "graph", "scored_as": "span",
-                       "kernels_per_forward": kernels_per_forward}}
+                       "span_measured_by": "profiler",
+                       # graph replay: the wall holds the replay's launch from an idle device
+                       "wall_median_s": median_s and median_s + 15e-6,
+                       "busy_median_s": median_s and median_s * 0.97,
+                       "kernels_per_forward": kernels_per_forward},
+            "environment": environment}
 
 
 def gpu_submission(team: Team, sources: dict[str, str], results: dict[str, list[dict[str, Any]]],
@@ -135,6 +146,11 @@ def test_each_shape_lists_the_kernels_that_ran_with_their_device_times_and_share
     assert rms["dsl_ratio"] == pytest.approx(0.75) and rms["verdict"] == "mixed"
     assert rms["kernels_per_forward"] == 2.0 and rms["launch_method"] == "graph"
     assert rms["scored_as"] == "span"  # what the timed median is (graph replay: the span)
+    assert rms["span_measured_by"] == "profiler"
+    assert rms["median_s"] == pytest.approx(20e-6) and rms["wall_median_s"] == pytest.approx(35e-6)
+    assert rms["busy_median_s"] == pytest.approx(19.4e-6)
+    assert rms["environment"]["driver"] == "580.159.04"
+    assert rms["environment"]["clocks_after"] == {"sm_mhz": 1965, "memory_mhz": 3201}
     gemm = shapes(profile)[GEMM_SHAPE]
     assert [k["launches"] for k in gemm["kernels"]] == [1, 2]
     assert [k["share"] for k in gemm["kernels"]] == pytest.approx([0.9, 0.1])
@@ -178,8 +194,11 @@ def test_an_h200_evaluations_kernels_reach_the_profile() -> None:
     """Real results: a torch fallback's eight at::native kernels and an honest Triton GEMM."""
     results = {path.stem: json.loads(path.read_text())
                for path in sorted(H200_RESULTS.glob("*.json"))}
-    for result in results.values():
-        jsonschema.validate(result, json.loads(SCHEMA.read_text()))
+    for result in results.values():  # stored results of the older schema are shown too
+        if result["schema"] == "atrex.evaluation-result/2":
+            jsonschema.validate(result, json.loads(SCHEMA.read_text()))
+        else:
+            assert result["schema"] == "atrex.evaluation-result/1"
     team = TeamFactory(name="Real")
     fallback = gpu_submission(team, {"rms_norm": native("rms_norm")}, {
         "rms_norm": results["rms_norm-torch_fallback"]["shapes"]})
@@ -199,6 +218,31 @@ def test_an_h200_evaluations_kernels_reach_the_profile() -> None:
         ("_gemm_kernel", "dsl", 1.0)]
     assert gemm_shape["bound"] == "compute" and gemm_shape["peak_path"] == "fp16_tc"
     assert gemm_shape["flop_rate_fraction"] == pytest.approx(0.71, abs=0.01)
+    # schema 1 had CUDA events under the profiler where schema 2 has the wall time
+    old = [s for s in results["gemm_fp16-triton_native"]["shapes"] if s["shape_id"] == GEMM_SHAPE]
+    assert gemm_shape["wall_median_s"] == pytest.approx(old[0]["timing"]["event_median_s"])
+    assert gemm_shape["environment"] is None
+
+
+def test_an_h200_result_of_the_span_definition_carries_both_times_and_its_environment() -> None:
+    """Real: the fixture's Triton RMSNorm through the sandboxed evaluator on one H200
+    (benchmarks/results/h200-2026-12-01f/sanity-graph.json)."""
+    result = json.loads((H200_RESULTS / "rms_norm-triton_native-2026-12-01f.json").read_text())
+    jsonschema.validate(result, json.loads(SCHEMA.read_text()))
+    team = TeamFactory(name="Span")
+    submission = gpu_submission(team, {"rms_norm": native("rms_norm")},
+                                {"rms_norm": result["shapes"]})
+    client = signed_in(member_of(team, "sam"))
+    shape = shapes(client.get(f"/api/submissions/{submission.pk}/profile/").json())[RMS_SHAPE]
+    timing = next(s["timing"] for s in result["shapes"] if s["shape_id"] == RMS_SHAPE)
+    assert shape["median_s"] == pytest.approx(timing["median_s"])  # the graph replay's span
+    assert shape["wall_median_s"] == pytest.approx(timing["wall_median_s"])
+    assert shape["wall_median_s"] > shape["median_s"] >= shape["busy_median_s"]
+    assert shape["environment"]["gpu"] == "NVIDIA H200"
+    assert shape["environment"]["clocks_before"]["sm_mhz"] > 0
+    submission.refresh_from_db()
+    assert submission.environment == ("NVIDIA H200 · driver 580.159.04 · CUDA 13.0 · "
+                                      "torch 2.11.0+cu130 · triton 3.6.0")
 
 
 def test_results_from_before_the_kernel_list_show_the_dsl_kernels_as_one_row() -> None:
@@ -228,7 +272,15 @@ def test_the_submission_page_opens_a_profile_per_shape(profiled: dict[str, Any])
     rms = html.split(f'data-shape="{RMS_SHAPE}"')[1].split("</details>")[0]
     assert "<code>_rms_norm_kernel</code>" in rms and "75.0%" in rms and "15.00 µs" in rms
     assert f"{RMS_SOL_S / 20e-6 * 4.8:.2f} TB/s of 4.80 TB/s" in rms
-    assert "graph: first kernel start to last kernel end" in rms  # what the median measures
+    # what the median measures, and the wall time of a call beside it
+    assert ("graph: the device span, first device activity's start to the last one's end, "
+            "from the profiler's device records") in rms
+    assert "35.00 µs (one call end to end, no profiler" in rms
+    assert "NVIDIA H200 · driver 580.159.04 · CUDA 13.0 · torch 2.11.0+cu130 · triton 3.6.0 · " \
+           "SM 1980→1965 MHz, memory 3201→3201 MHz" in rms
+    table = html.split('id="profile"')[0]
+    assert "Span (scored)" in table and "Wall" in table
+    assert "<td class=\"num\">20.00 µs</td>\n        <td class=\"num\">35.00 µs</td>" in table
     gemm = html.split(f'data-shape="{GEMM_SHAPE}"')[1].split("</details>")[0]
     assert "at the fp16_tc peak" in gemm
     assert f'href="/api/submissions/{submission.pk}/profile/"' in html
@@ -247,3 +299,33 @@ def test_no_profile_section_while_the_evaluation_runs() -> None:
 def test_another_teams_profile_is_not_found(profiled: dict[str, Any]) -> None:
     other = signed_in(member_of(TeamFactory(name="Other"), "otto"))
     assert other.get(f"/api/submissions/{profiled['submission'].pk}/profile/").status_code == 404
+
+
+def test_a_board_row_says_which_environment_measured_it(profiled: dict[str, Any]) -> None:
+    submission = profiled["submission"]
+    text = ("NVIDIA H200 · driver 580.159.04 · CUDA 13.0 · torch 2.11.0+cu130 · triton 3.6.0")
+    assert submission.environment == text  # clocks are per shape, not per row
+    release = submission.release.pk
+    page = Client().get(f"/boards/{release}/H200/").content.decode()
+    assert f"Measured with: {text}" in page
+    assert f'title="{text}">#{submission.pk}' in page
+    [row] = Client().get(f"/api/boards/{release}/H200/").json()["rows"]
+    assert row["environment"] == text
+    csv_text = Client().get(f"/api/boards/{release}/H200/?format=csv").content.decode()
+    assert csv_text.splitlines()[0].endswith(",badges,environment")
+    assert text in csv_text
+
+
+def test_a_submission_measured_in_two_environments_says_so_per_shape_count() -> None:
+    team = TeamFactory(name="Mixed")
+    older = {**H200_ENVIRONMENT, "torch": "2.10.0+cu130"}
+    submission = gpu_submission(team, {"rms_norm": native("rms_norm")}, {"rms_norm": [
+        gpu_shape(RMS_SHAPE, median_s=20e-6, kernels=[("_rms_norm_kernel", "dsl", 1, 15.0)]),
+        gpu_shape("llama8b-decode-t1-h4096", median_s=3e-6, environment=older,
+                  kernels=[("_rms_norm_kernel", "dsl", 1, 2.0)]),
+        gpu_shape("llama8b-prefill-t16384-h4096", median_s=70e-6, environment=None,
+                  kernels=[("_rms_norm_kernel", "dsl", 1, 65.0)])]})
+    parts = submission.environment.split(" | ")
+    assert len(parts) == 3 and all(p.endswith("(1 shapes)") for p in parts)
+    assert any("torch 2.10.0+cu130" in p for p in parts)
+    assert "environment not recorded (1 shapes)" in parts
