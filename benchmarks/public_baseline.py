@@ -11,24 +11,23 @@ the portal stored: per operator the shapes evaluated, passed and failed (with th
 errors), S_op, and the baseline row's S_agg as the portal scores it (the release's weights;
 fallbacks count for a baseline).
 
+`--carry-from OLD_DB` (first run only): an earlier run's database of the same references.
+An operator whose public files are byte for byte the same there, and whose every shape was
+timed by graph replay (whose scored time, the span of the replay, the timing definition of
+2026-12-02 left unchanged), is not evaluated again: its stored shape results are reported
+to the portal as a GPU worker reports a job (`submissions.jobs.record_event`: "started",
+then "result"), each marked `carried_from`, and the portal stores and scores them as it
+stores any. Every other operator is evaluated.
+
 Usage on a GPU host (no network; Python 3.12): run `scripts/device-wheels` here first, carry
 `.whl`, the release folder and the state folder, and begin with the install line that script
 prints:
-    python benchmarks/public_baseline.py --release DIR --state DIR --deadline-s 500 --json OUT
-Here, from the JSON of the last run (no GPU): python benchmarks/public_baseline.py --render OUT
-(writes its section of docs/baselines.md).
-
-The public copy's operators that lack a file (per_token_group_quant_fp8 has no input.py) run
-as a release of their own, with the project's stand-in generators: benchmarks/stand_in_release.py
-writes it, a run on a new state folder evaluates it, and
-    python benchmarks/public_baseline.py --render OUT --stand-in STAND_IN_OUT
-shows its rows beside the main run's, with S_agg over all the operators.
-
-To go on from a committed run (benchmarks/results/h200-2026-12-01d/state.sqlite3 is the
-database after the four 2026-12-01 runs, every job ended; the release's files are in it, so
-no --release; a run on it finds nothing left to run and summarises it):
-    mkdir -p /tmp/state && cp benchmarks/results/h200-2026-12-01d/state.sqlite3 /tmp/state/db.sqlite3
-    python benchmarks/public_baseline.py --state /tmp/state --deadline-s 500 --json OUT
+    python benchmarks/public_baseline.py --release DIR --state DIR --deadline-s 500 --json OUT \
+        [--carry-from OLD_DB]
+Here, from the JSON of the last run (no GPU):
+    python benchmarks/public_baseline.py --render OUT [--previous EARLIER_RUN_JSON]
+(writes its section of docs/baselines.md, with an earlier run's S_op beside this one's).
+`--stored RUN_JSON` summarises a state folder's database with no GPU.
 """
 
 from __future__ import annotations
@@ -40,6 +39,7 @@ import shutil
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -91,12 +91,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             else:
                 dispatch_job(job.pk)
     else:
-        call_command("import_release", str(args.release))  # the catalog and weights v1
+        # the catalog and weights v1, named as the folder is without the leading dot of a
+        # copy carried to a GPU host (the run of 2026-12-01f stored ".atrex-bench")
+        call_command("import_release", str(args.release),
+                     "--name", args.release.resolve().name.lstrip("."))
         call_command("import_hardware")  # an upstream release brings no H200 profile
         release = Release.objects.order_by("-pk").first()
         assert release is not None
         call_command("evaluate_baselines", release.name, "--hardware", HARDWARE,
                      "--kinds", "pytorch")
+        if args.carry_from is not None:
+            # the queued messages go; the jobs not carried over are sent again, once
+            for message in (state / "broker" / "queue").glob("*"):
+                message.unlink()
+            carried = carry_over(args.carry_from)
+            print(f"carried over from {args.carry_from.name}: {', '.join(carried) or 'nothing'}",
+                  flush=True)
+            for job in EvaluationJob.objects.filter(status__in=ACTIVE):
+                dispatch_job(job.pk)
     logs = state / "logs"
     logs.mkdir(exist_ok=True)
     bundle = state / "gpu-worker"
@@ -128,6 +140,53 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     report["device"] = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
     report["torch"] = torch.__version__
     return report
+
+
+def carry_over(old_db: Path) -> list[str]:
+    """Report an earlier run's graph-timed results of unchanged operators as the results of
+    this baseline's jobs (see the module docstring); the operators carried over."""
+    import sqlite3
+
+    from evaluation.catalog.selectors import evaluated_shape_ids
+    from submissions.jobs import record_event
+    from submissions.models import EvaluationJob
+
+    old = sqlite3.connect(f"file:{old_db}?mode=ro", uri=True)
+    earlier: dict[str, tuple[Any, ...]] = {}
+    rows = old.execute(
+        "select o.name, o.reference_py, o.input_py, o.shapes_json, j.id, j.attempts, "
+        "j.evaluator_version, r.name || ' v' || r.version from evaluation_operator o "
+        "join evaluation_release r on r.id = o.release_id "
+        "join submissions_candidate c on c.operator_id = o.id "
+        "join submissions_evaluationjob j on j.candidate_id = c.id "
+        "where j.status = 'scored'").fetchall()
+    for name, reference, inputs, shapes, job_id, attempt, version, release in rows:
+        earlier[name] = ((reference, inputs, json.loads(shapes) if isinstance(shapes, str)
+                          else shapes), job_id, attempt, version, release)
+    carried = []
+    for job in EvaluationJob.objects.filter(status="queued").select_related("candidate__operator"):
+        operator = job.candidate.operator
+        found = earlier.get(operator.name)
+        if found is None:
+            continue
+        files, old_job, old_attempt, version, release = found
+        if files != (operator.reference_py, operator.input_py, json.loads(operator.shapes_json)):
+            continue
+        results = [(json.loads(raw), method) for raw, method in old.execute(
+            "select raw, launch_method from submissions_shaperesult where job_id = ? and "
+            "attempt = ?", (old_job, old_attempt))]
+        if len(results) != len(evaluated_shape_ids(operator)) or any(
+                method != "graph" for _, method in results):
+            continue
+        shapes = [{**raw, "carried_from": f"{release}, job {old_job} attempt {old_attempt}"}
+                  for raw, _ in results]
+        report = {"job_id": job.pk, "attempt": job.attempts, "run": f"carried-{old_job}",
+                  "worker": f"carried over from {release}", "mode": "gpu"}
+        record_event("started", report)
+        record_event("result", {**report, "result": {"shapes": shapes, "mode": "gpu",
+                                                     "evaluator_version": version}})
+        carried.append(operator.name)
+    return sorted(carried)
 
 
 def stored_summary(state: Path, like: dict[str, Any]) -> dict[str, Any]:
@@ -184,6 +243,10 @@ def summary(release: Any, seconds: float, resumed: bool) -> dict[str, Any]:
             "failed": [{"shape": r.shape.shape_id, "stage": r.failed_stage,
                         "error": (r.error or "")[:300]} for r in results if r.status != "passed"],
             "seconds": sum(float(r.raw.get("seconds") or 0.0) for r in results),
+            "launched": ", ".join(f"{method} {n}" for method, n in sorted(Counter(
+                r.launch_method for r in results if r.launch_method).items())),
+            "carried_from": next((r.raw["carried_from"] for r in results
+                                  if r.raw.get("carried_from")), None),
             "error": job.error[:300]}
     score = SubmissionScore.objects.filter(submission=submission,
                                            weight_set__active=True).first()
@@ -192,7 +255,7 @@ def summary(release: Any, seconds: float, resumed: bool) -> dict[str, Any]:
             "date": time.strftime("%Y-%m-%d"), "operators": operators,
             "weights": dict(score.weight_set.weights) if score else {},
             # the release's own importance scores, before the portal normalises them over
-            # its operators: what a run of a stand-in release is weighed beside this one with
+            # its operators
             "importance": {op: entry["importance_score"]
                            for op, entry in (hidden.importance if hidden else {}).items()},
             "score": {"aggregate": score.aggregate, "unweighted_mean": score.unweighted_mean,
@@ -200,13 +263,18 @@ def summary(release: Any, seconds: float, resumed: bool) -> dict[str, Any]:
                       "correctness_rate": score.correctness_rate} if score else None}
 
 
-def render(report: dict[str, Any], stand_in: dict[str, Any] | None = None) -> str:
+def render(report: dict[str, Any], previous: dict[str, Any] | None = None) -> str:
+    """The doc section: per operator S_op as the portal stores it, how its shapes were
+    measured, and (from `previous`, an earlier run's JSON) the S_op that run stored."""
     operators = report["operators"]
     weights = report.get("weights") or {}
     score = report.get("score") or {}
     by_operator = score.get("by_operator") or {}
+    old_score = (previous or {}).get("score") or {}
+    old_by_operator = old_score.get("by_operator") or {}
     ended = [op for op in operators.values() if op["status"] not in ("queued", "running")]
     shapes = sum(op["shapes_total"] for op in operators.values())
+    carried = [name for name, op in operators.items() if op.get("carried_from")]
     lines = [SECTION, "",
              f"Written by `benchmarks/public_baseline.py` on {report['device']} (torch "
              f"{report['torch']}), {report['date']}: the release's own references "
@@ -215,15 +283,30 @@ def render(report: dict[str, Any], stand_in: dict[str, Any] | None = None) -> st
              f"worker from the bundle, SQLite, filesystem broker), every shape of {report['release']} "
              f"as imported ({len(operators)} operators, {shapes} shapes). {len(ended)} of "
              f"{len(operators)} operator jobs ended; S_op and S_agg as the "
-             "portal stores them for the baseline row (a failed shape scores 0; fallbacks count "
-             "for a baseline).", "",
-             "| operator | weight | shapes | passed | timed | S_op | job |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+             "portal stores them for the baseline row, one submission (a failed shape scores 0; "
+             "fallbacks count for a baseline). The scored time is the device span of one "
+             "forward in either launch mode.", ""]
+    if carried:
+        lines += [f"{len(carried)} operators were graph-captured on every shape in the run of "
+                  f"{carried_release(operators)}: their scored time, the span of the replay, is "
+                  "what the timing definition still scores, so their stored results were "
+                  "reported to the portal again (`--carry-from`) instead of evaluated again; "
+                  "\"how\" says which.", ""]
+    header = "| operator | weight | shapes | passed | timed | launched | S_op | how |"
+    rule = "| --- | ---: | ---: | ---: | ---: | --- | ---: | --- |"
+    if previous is not None:
+        header, rule = header + " S_op before |", rule + " ---: |"
+    lines += [header, rule]
     for name, op in sorted(operators.items(), key=lambda kv: -weights.get(kv[0], 0.0)):
         s_op = by_operator.get(name) if op["status"] not in ("queued", "running") else None
-        lines.append(f"| {name} | {weights.get(name, 0.0):.3f} | {op['shapes_total']} | "
-                     f"{op['passed']} | {op['timed']} | "
-                     f"{s_op_text(s_op)} | {op['status']} |")
+        how = "carried over" if op.get("carried_from") else f"evaluated {report['date']}"
+        row = (f"| {name} | {weights.get(name, 0.0):.3f} | {op['shapes_total']} | "
+               f"{op['passed']} | {op['timed']} | {op.get('launched') or '–'} | "
+               f"{s_op_text(s_op)} | {how if op['status'] == 'scored' else op['status']} |")
+        if previous is not None:
+            before = old_by_operator.get(name)
+            row += f" {s_op_text(before) if before is not None else 'not run'} |"
+        lines.append(row)
     aggregate = score.get("aggregate")
     if aggregate is not None and score.get("complete") and len(ended) == len(operators):
         lines += ["", f"S_agg over its {len(operators)} operators (release weights): "
@@ -235,11 +318,7 @@ def render(report: dict[str, Any], stand_in: dict[str, Any] | None = None) -> st
                       "weight, had not ended when the run's deadline came (queued, or cut off "
                       "while running: that one starts again from its first shape). A run on the "
                       "same state folder goes on from there and rewrites this section."]
-    if stand_in is not None:
-        lines += render_stand_in(report, stand_in)
     failed = [(name, f) for name, op in sorted(operators.items()) for f in op["failed"]]
-    failed += [(f"{name} (stand-in)", f) for name, op in sorted(
-        (stand_in or {}).get("operators", {}).items()) for f in op["failed"]]
     if failed:
         lines += ["", "Shapes that failed (scored 0):", "", "| operator | shape | stage | error |",
                   "| --- | --- | --- | --- |"]
@@ -248,53 +327,17 @@ def render(report: dict[str, Any], stand_in: dict[str, Any] | None = None) -> st
     return "\n".join(lines) + "\n"
 
 
+def carried_release(operators: dict[str, Any]) -> str:
+    sources = sorted({str(op["carried_from"]).split(",")[0] for op in operators.values()
+                      if op.get("carried_from")})
+    return ", ".join(sources)
+
+
 def s_op_text(s_op: float | None) -> str:
     """Four decimals; the few S_op below 0.001 (index-sorting references) in two figures."""
     if s_op is None:
         return "–"
     return f"{s_op:.4f}" if s_op >= 0.001 or s_op == 0 else f"{s_op:.1e}"
-
-
-def render_stand_in(report: dict[str, Any], stand_in: dict[str, Any]) -> list[str]:
-    """The stand-in release's operators (benchmarks/stand_in_release.py) beside the main
-    run's, and S_agg over both: each operator weighed by the releases' own importance
-    scores, normalised over all of them, as the portal weighs one release's operators."""
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    from leaderboard.scoring import normalise_weights, weighted_score
-
-    both = report.get("importance", {}) | stand_in.get("importance", {})
-    missing = [run["release"] for run in (report, stand_in) if not run.get("importance")]
-    if missing:
-        raise SystemExit(f"no importance scores in the JSON of {', '.join(missing)} "
-                         "(summarise its state folder again with --stored)")
-    weights = normalise_weights(both, both)
-    by_operator = dict((report.get("score") or {}).get("by_operator") or {})
-    stand_in_score = (stand_in.get("score") or {})
-    by_operator |= stand_in_score.get("by_operator") or {}
-    complete = all((run.get("score") or {}).get("complete") for run in (report, stand_in))
-    operators = stand_in["operators"]
-    lines = ["", f"### With the operator{'s' if len(operators) > 1 else ''} the public copy "
-                 "cannot run", "",
-             f"Evaluated the same way on {stand_in['device']} (torch {stand_in['torch']}), "
-             f"{stand_in['date']}, as a release of its own ({stand_in['release']}, written by "
-             "`benchmarks/stand_in_release.py`): the public files unchanged, `input.py` the "
-             "project's stand-in (`benchmarks/stand_ins/`), because the public copy has none.",
-             "", "| operator | weight among all | shapes | passed | timed | S_op | job |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for name, op in sorted(operators.items()):
-        s_op = by_operator.get(name) if op["status"] not in ("queued", "running") else None
-        lines.append(f"| {name} (stand-in input.py) | {weights.get(name, 0.0):.3f} | "
-                     f"{op['shapes_total']} | {op['passed']} | {op['timed']} | "
-                     f"{s_op_text(s_op)} | {op['status']} |")
-    aggregate = weighted_score(by_operator, weights) if complete else None
-    if aggregate is None:
-        lines += ["", "No S_agg over all operators: a job of either run has not ended."]
-    else:
-        lines += ["", f"S_agg over all {len(weights)} operators (release importance scores "
-                      f"normalised over the {len(weights)}; "
-                      f"{', '.join(operators)} with its stand-in input): **{aggregate:.4f}**"]
-    return lines
 
 
 def write_section(text: str, doc: Path = DOC) -> None:
@@ -314,17 +357,19 @@ def main() -> int:
     parser.add_argument("--state", type=Path)
     parser.add_argument("--deadline-s", type=float, default=500)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--carry-from", type=Path, metavar="OLD_DB",
+                        help="first run: an earlier run's database whose graph-timed results of "
+                             "unchanged operators are stored instead of evaluated again")
     parser.add_argument("--render", type=Path, help="the JSON of a run: write its doc section")
-    parser.add_argument("--stand-in", type=Path, metavar="RUN_JSON",
-                        help="with --render: the JSON of a run of benchmarks/stand_in_release.py's"
-                             " release, shown beside it")
+    parser.add_argument("--previous", type=Path, metavar="RUN_JSON",
+                        help="with --render: an earlier run's JSON, its S_op shown beside")
     parser.add_argument("--stored", type=Path, metavar="RUN_JSON",
                         help="no run: summarise --state's database into --json, with the "
                              "device and torch of this earlier run's JSON")
     args = parser.parse_args()
     if args.render:
-        stand_in = json.loads(args.stand_in.read_text()) if args.stand_in else None
-        write_section(render(json.loads(args.render.read_text()), stand_in))
+        previous = json.loads(args.previous.read_text()) if args.previous else None
+        write_section(render(json.loads(args.render.read_text()), previous))
         print(f"wrote {DOC}")
         return 0
     if args.stored:
