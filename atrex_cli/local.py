@@ -38,7 +38,7 @@ def evaluate_local(run: LocalRun, console: Console) -> bool:
     from evaluation.cli import result_table
     from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, evaluate
     from evaluation.harness.release import ReleaseError, load_release
-    from evaluation.harness.results import PASSED, ShapeResult
+    from evaluation.harness.results import CPU_INTERPRETER, PASSED, ShapeResult, shown_verdict
     from evaluation.harness.sandbox import HarnessError
 
     if not run.candidate.is_file():
@@ -49,6 +49,7 @@ def evaluate_local(run: LocalRun, console: Console) -> bool:
     except ReleaseError as exc:
         raise CliError(f"release error: {exc}") from None
     device = run.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    mode = CPU_INTERPRETER if device == "cpu" else "gpu"
     shape_ids = choose_shapes([s.id for s in operator.public.shapes], run.shapes, device)
     if run.shapes is None and len(shape_ids) < len(operator.public.shapes):
         console.print(f"no GPU: Triton's interpreter, on the {len(shape_ids)} dev shapes "
@@ -66,8 +67,8 @@ def evaluate_local(run: LocalRun, console: Console) -> bool:
             task = bar.add_task(f"{operator.name}: starting", total=len(shape_ids))
 
             def progress(shape: ShapeResult, done: int, total: int) -> None:
-                state = (shape.verdict or "correct") if shape.status == PASSED else \
-                    f"failed at {shape.failed_stage}"
+                state = (shown_verdict(shape.verdict, mode) or "correct") \
+                    if shape.status == PASSED else f"failed at {shape.failed_stage}"
                 bar.update(task, completed=done,
                            description=f"{operator.name}: {shape.shape_id} {state}")
 
@@ -81,9 +82,14 @@ def evaluate_local(run: LocalRun, console: Console) -> bool:
     total = len(result.shapes)
     passed = sum(s.status == PASSED for s in result.shapes)
     native = sum(s.status == PASSED and s.verdict == "native" for s in result.shapes)
-    console.print(f"{passed}/{total} shapes correct, {native}/{total} native (under the default "
-                  "fallback policy only native shapes score); no SOL or attainment here: the "
-                  "roofline is the portal's")
+    if mode == CPU_INTERPRETER:
+        console.print(f"{passed}/{total} shapes correct, {native}/{total} without torch work "
+                      "the interpreter saw: unverified on CPU (code in the candidate's process "
+                      "can hide torch work from that record; a GPU run sees device kernels)")
+    else:
+        console.print(f"{passed}/{total} shapes correct, {native}/{total} native (under the "
+                      "default fallback policy only native shapes score); no SOL or attainment "
+                      "here: the roofline is the portal's")
     if run.json_out is not None:
         run.json_out.write_text(result.to_json())
         console.print(f"result written to {run.json_out}")

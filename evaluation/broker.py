@@ -4,7 +4,7 @@ kombu creates a message file, then writes it; a consumer listing the folder in b
 takes the empty file and fails to decode it, and the message is lost. With several
 processes publishing at once (GPU reports, heartbeats, the sweeper) that happens. Here a
 message is written under a name no consumer matches, then renamed into place: a reader
-sees a whole message or none.
+sees a whole message or none. Message files are 0600 in 0700 folders (protocol.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ class Channel(filesystem.Channel):
         folder = self.data_folder_out
         final = os.path.join(folder, f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg")
         partial = os.path.join(folder, f"writing-{uuid.uuid4().hex}")  # no dot: never matched
-        with open(partial, "wb") as handle:
+        # 0600: a job's message holds the team's source and the secret seeds
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        with os.fdopen(descriptor, "wb") as handle:
             handle.write(str_to_bytes(dumps(payload)))
         os.replace(partial, final)
 

@@ -26,7 +26,7 @@ from .harness.release import (
     project_hardware_profiles,
 )
 from .harness.release_check import ShapeOnDevice, check_on_device, check_release, device_findings
-from .harness.results import PASSED, EvaluationResult, ShapeResult
+from .harness.results import PASSED, EvaluationResult, ShapeResult, shown_verdict
 from .harness.sandbox import HarnessError, SandboxSettings
 from .harness.timing import TimingSettings
 
@@ -237,7 +237,7 @@ def result_table(result: EvaluationResult) -> Table:
             _microseconds(roofline.get("sol_s")),
             "-" if roofline.get("attainment") is None else
             f"{roofline['attainment']:.3f}" + (" SUSPICIOUS" if roofline.get("suspicious") else ""),
-            shape.verdict or "-",
+            shown_verdict(shape.verdict, result.mode) or "-",
         )
     errors = [s for s in result.shapes if s.error]
     if errors:

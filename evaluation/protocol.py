@@ -86,8 +86,13 @@ def broker_settings(url: str, folder: Path, *, visibility_timeout_s: int = 3600)
             "control_folder": str(folder / "control"),
             "store_processed": False,
         }
-        for name in ("queue", "processed", "control"):  # the transport expects them to exist
-            (folder / name).mkdir(parents=True, exist_ok=True)
+        # The transport expects them to exist. Messages carry candidate source and secret
+        # seeds: the folders are the broker user's alone (0700), as are the files (broker.py).
+        folder.mkdir(parents=True, exist_ok=True)
+        folder.chmod(0o700)
+        for name in ("queue", "processed", "control"):
+            (folder / name).mkdir(exist_ok=True)
+            (folder / name).chmod(0o700)
     elif url.startswith(("redis://", "rediss://")):
         # A message taken by a worker that died unacknowledged (SIGKILL, lost host) is
         # delivered again after this many seconds. It must exceed the longest job, or a

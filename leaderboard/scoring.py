@@ -29,6 +29,7 @@ from dataclasses import dataclass, fields
 from portal.errors import DomainError
 
 NATIVE, MIXED = "native", "mixed"
+UNVERIFIED_ON_CPU = "unverified-cpu"  # evaluation.harness.results: a CPU run's "native"
 MEMORY, COMPUTE, BALANCED = "memory", "compute", "balanced"
 
 
@@ -86,6 +87,8 @@ SCORE_FIELDS = tuple(f.name for f in fields(WeightedScore))
 def shape_score(outcome: ShapeOutcome, policy: ScoringPolicy = ScoringPolicy()) -> float | None:
     if not outcome.correct:
         return 0.0
+    if outcome.verdict == UNVERIFIED_ON_CPU:
+        return None  # an interpreter check: no time, and no verdict a score could rest on
     if outcome.verdict != NATIVE and policy.fallback_scores_zero:
         return 0.0
     return outcome.attainment

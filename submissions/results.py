@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from evaluation.catalog.models import HardwareProfile, Shape
+from evaluation.harness.results import shown_verdict
 from evaluation.harness.roofline import roofline_point
 from submissions.models import EvaluationJob, ShapeResult
 from submissions.sol import shape_scores
@@ -34,7 +35,8 @@ def store_shape(job: EvaluationJob, raw: dict[str, Any]) -> None:
             "error": raw.get("error") or "",
             "max_abs_error": raw.get("max_abs_error"),
             "max_rel_error": raw.get("max_rel_error"),
-            "verdict": adoption.get("verdict", ""),
+            # the raw record stays in `raw`; a CPU run's "native" is stored as unverified
+            "verdict": shown_verdict(adoption.get("verdict", ""), job.mode),
             "dsl_ratio": adoption.get("dsl_ratio"),
             "median_s": timing.get("median_s"),
             "p10_s": timing.get("p10_s"),

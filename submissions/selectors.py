@@ -159,6 +159,8 @@ def submission_outcome(jobs: Sequence[JobTally], *, check: bool = False) -> dict
         status = "lost"
     else:
         status = "cancelled"
+    # an interpreter check's verdicts are stored as unverified, never native: no count
+    interpreter = any(j.mode == "cpu-interpreter" for j in jobs)
     if status in ("queued", "running"):
         summary = f"{status}: {evaluated} of {shapes} shapes evaluated" + (
             f", {correct} correct so far" if evaluated else "")
@@ -166,13 +168,12 @@ def submission_outcome(jobs: Sequence[JobTally], *, check: bool = False) -> dict
         summary = "empty: no operator submitted"
     else:
         summary = f"{status}: {correct} of {shapes} shapes correct"
-        if correct and native < correct:
+        if correct and native < correct and not interpreter:
             summary += f", {native} native"
         if evaluated < shapes:
             summary += f", {shapes - evaluated} not evaluated"
         if status == "lost":
             summary += " (infrastructure failure)"
-    interpreter = any(j.mode == "cpu-interpreter" for j in jobs)
     marks = [mark for mark, on in (("check mode", check), ("interpreter check", interpreter))
              if on]
     if marks:

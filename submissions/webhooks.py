@@ -123,10 +123,35 @@ def _resolve_allowed(host: str, port: int) -> str:
     return addresses[0]
 
 
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries (and reaches through a translator or a
+    tunnel): IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo's server and client."""
+    low32 = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip.ipv4_mapped is not None:
+        return [ip.ipv4_mapped]
+    if ip in _IPV4_COMPATIBLE or ip in _NAT64:
+        return [low32]
+    if ip.sixtofour is not None:
+        return [ip.sixtofour]
+    if ip.teredo is not None:
+        return list(ip.teredo)
+    return []
+
+
 def _is_public(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip in _NAT64_LOCAL:
+            return False  # a local translator: its mapping of the IPv4 part is its own
+        embedded = _embedded_ipv4(ip)
+        if embedded:
+            # Judged by where it leads: every address it carries must be global.
+            return all(v4.is_global and not v4.is_multicast for v4 in embedded)
     return ip.is_global and not ip.is_multicast
 
 

@@ -4,12 +4,14 @@ Started by `sandbox.ChildProcess` as `python -I child_main.py` in a fresh direct
 holds only the operator's public files and the candidate's source. Commands arrive as
 JSON lines on stdin; events go back as JSON lines on a dedicated pipe (the candidate's
 own prints go to stdout/stderr, which the parent keeps apart). Output tensors are written
-to files in the child's directory and read back by the parent with weights_only loading.
+as raw bytes to files in the child's directory (output_files.py); the parent checks their
+declared layout and size against what it expects before it reads them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import secrets
@@ -37,6 +39,7 @@ from .operator_files import (
     make_model,
     tensor_bytes,
 )
+from .output_files import write_call_file
 from .timed_calls import FreshInputs, TimedCall, TimedCallChecks
 
 TRACEBACK_TAIL_CHARS = 3000
@@ -274,10 +277,17 @@ class ChildRuntime:
         modified = {k: inputs[k] for k, v in before.items() if not _bitwise_equal(v, inputs[k])}
         aliases = {o: i for o, t in outputs.items() for i, v in inputs.items()
                    if isinstance(v, torch.Tensor) and _overlaps(t, v)}
-        path = self.outputs_dir / f"{name}.pt"
-        torch.save({"outputs": {k: v.detach().cpu() for k, v in outputs.items()},
-                    "modified_inputs": {k: v.detach().cpu() for k, v in modified.items()}}, path)
-        return {"file": str(path.relative_to(self.workdir)), "aliases": aliases}
+        path = self.outputs_dir / f"{name}.bin"
+        try:
+            with open(path, "wb") as handle:
+                layout = write_call_file(handle, outputs, modified)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EFBIG):
+                raise StageError(stage, f"the outputs could not be written: {_scratch_full()}") \
+                    from None
+            raise
+        return {"file": str(path.relative_to(self.workdir)), "layout": layout,
+                "aliases": aliases}
 
     def do_adoption(self, request: dict[str, Any]) -> dict[str, Any]:
         model = self.model_for(request)
@@ -407,6 +417,13 @@ class ChildRuntime:
                 raise StageError(stage, f"output '{name}' is on {tensor.device}, "
                                         f"expected {self.device.type}")
         return outputs
+
+
+def _scratch_full() -> str:
+    limit = os.environ.get("ATREX_SCRATCH_BYTES", "")
+    size = f"{int(limit) / 2**20:.0f} MiB" if limit.isdigit() else "its size"
+    return (f"the sandbox's scratch space is full ({size} for the home and temp folders, the "
+            "outputs and the caches together)")
 
 
 _STAGE_OF = {"correctness": "correctness", "adoption": "adoption", "timing": "performance"}

@@ -5,10 +5,18 @@ explicitly, and this script's own folder is taken off it so harness modules cann
 imported by bare name.
 """
 
+import os
 import sys
 from pathlib import Path
 
 sys.path[0] = str(Path(__file__).resolve().parents[2])
+
+if os.environ.pop("ATREX_SYSCALL_FILTER", "") == "1":
+    # First, before torch or the candidate: every later thread and process inherits it.
+    # A filter that cannot be installed stops the child (the parent reports it).
+    from evaluation.harness import syscall_filter
+
+    syscall_filter.install()
 
 from evaluation.harness.child import main  # noqa: E402
 

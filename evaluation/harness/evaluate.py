@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import pickle
 import platform
 import random
 import secrets
@@ -29,6 +28,7 @@ from . import environment
 from .compare import Comparison, as_output_dict, compare_outputs
 from .device_memory import configure_cuda_allocator, is_out_of_memory, release_cached_memory
 from .operator_files import import_file, make_inputs, make_model, tensor_bytes
+from .output_files import CallTensors, LayoutRefused, check_layout, read_call_file
 from .release import (
     DEFAULT_DSL,
     DEFAULT_DSL_RATIO_THRESHOLD,
@@ -253,6 +253,10 @@ class _ShapeRun:
         finally:
             self._reference_model = None
             release_cached_memory(self.device)
+        breaches = self.child.limit_breaches()
+        if breaches and self.result.status != PASSED:
+            # Why the process died, ran out of forks or stalled, where a limit says it.
+            self.result.error = f"{self.result.error}; {'; '.join(breaches)}"
         self.result.seconds = time.perf_counter() - started
         return self.result
 
@@ -333,9 +337,6 @@ class _ShapeRun:
         return True
 
     def _check_trial(self, reference: torch.nn.Module, seed: int, event: dict[str, Any]) -> Comparison:
-        payload = self._load_trial(event)
-        if isinstance(payload, str):
-            return Comparison(False, float("inf"), float("inf"), None, payload)
         with _trusted_allocations(self.device):
             inputs = make_inputs(self.trusted.inputs, self.spec.input_kwargs, seed, self.device)
             originals = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
@@ -344,11 +345,16 @@ class _ShapeRun:
         if expected is None:
             raise HarnessError("the reference returned neither a tensor nor a dict of tensors: "
                                "the release is broken")
+        # The child's file is read only after its layout matched what the reference and the
+        # inputs say it must hold: at most their size is ever read (output_files.py).
+        payload = self._load_trial(event, expected, originals)
+        if isinstance(payload, str):
+            return Comparison(False, float("inf"), float("inf"), None, payload)
         tol = self.job.tolerance
         # comparing holds the outputs of both sides and the inputs twice: the trusted side's
         # memory too (compare_outputs works a chunk at a time to keep it small)
         with _trusted_allocations(self.device):
-            comparison = compare_outputs(payload["outputs"], expected, tol.atol, tol.rtol)
+            comparison = compare_outputs(payload.outputs, expected, tol.atol, tol.rtol)
             if not comparison.passed:
                 return comparison
             problem = self._input_and_alias_problem(payload, inputs, originals, expected, event)
@@ -357,8 +363,21 @@ class _ShapeRun:
                               comparison.worst_output, problem)
         return comparison
 
-    def _load_trial(self, event: Mapping[str, Any]) -> dict[str, dict[str, torch.Tensor]] | str:
-        """The child's output file, checked as untrusted input; a string says what is wrong."""
+    def _load_trial(self, event: Mapping[str, Any], expected: Mapping[str, torch.Tensor],
+                    inputs: Mapping[str, torch.Tensor]) -> CallTensors | str:
+        """The child's output file, checked as untrusted input; a string says what is wrong.
+        Removed once judged, read or not: the scratch space holds one call's outputs."""
+        try:
+            return self._read_trial(event, expected, inputs)
+        finally:
+            self.child.remove_output(event.get("file"))
+
+    def _read_trial(self, event: Mapping[str, Any], expected: Mapping[str, torch.Tensor],
+                    inputs: Mapping[str, torch.Tensor]) -> CallTensors | str:
+        try:
+            layout = check_layout(event.get("layout"), expected, inputs)
+        except LayoutRefused as exc:
+            return str(exc)
         try:
             handle = self.child.open_output(event.get("file"))
         except ValueError as exc:
@@ -368,22 +387,17 @@ class _ShapeRun:
                    "sandbox's output folder"
         try:
             with handle:
-                # weights_only: the file came from untrusted code and must not run any in here.
-                payload = torch.load(handle, map_location=self.device, weights_only=True)
-        except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as exc:
+                return read_call_file(handle, layout, self.device)
+        except LayoutRefused as exc:
+            return str(exc)
+        except OSError as exc:
             return f"the output file could not be read: {type(exc).__name__}"
-        outputs = as_output_dict(payload.get("outputs")) if isinstance(payload, dict) else None
-        modified = payload.get("modified_inputs") if isinstance(payload, dict) else None
-        if outputs is None or not isinstance(modified, dict) or not all(
-                isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in modified.items()):
-            return "the output file does not hold the outputs in the expected structure"
-        return {"outputs": outputs, "modified_inputs": modified}
 
-    def _input_and_alias_problem(self, payload: Mapping[str, Any], inputs: Mapping[str, Any],
+    def _input_and_alias_problem(self, payload: CallTensors, inputs: Mapping[str, Any],
                                  originals: Mapping[str, torch.Tensor],
                                  expected: Mapping[str, torch.Tensor],
                                  event: Mapping[str, Any]) -> str | None:
-        modified_by_candidate: Mapping[str, torch.Tensor] = payload["modified_inputs"]
+        modified_by_candidate: Mapping[str, torch.Tensor] = payload.modified_inputs
         for name, original in originals.items():
             reference_changed = not torch.equal(original, inputs[name])
             if name in modified_by_candidate and not reference_changed:

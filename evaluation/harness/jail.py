@@ -13,7 +13,7 @@ So the child gets a root of its own, built from an allowlist inside its mount na
     /atrex/work                      this child's work folder (its own sub-folders writable)
     /atrex/cache                     Triton's and Inductor's caches for this candidate
     /dev/null, zero, full, random, urandom, /dev/nvidia*   devices
-    /tmp, /dev/shm                   empty, private to this child
+    /tmp, /dev/shm                   empty, private to this child, size-capped
     /proc                            of the child's own PID namespace; /sys on a GPU only
 
 A path holding hidden data that happens to lie inside an allowed folder (a checkout under
@@ -56,7 +56,7 @@ class Op:
     kind: OpKind
     target: str
     source: str = ""
-    mode: str = ""  # tmpfs mode
+    mode: str = ""  # tmpfs mode, and its size= where capped
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def _outermost(paths: Iterable[Path]) -> list[Path]:
 
 
 def mount_plan(*, readonly: Sequence[Path], masks: Sequence[Path], gpu: bool,
-               devices: Sequence[str] = ()) -> list[Op]:
+               devices: Sequence[str] = (), tmpfs_bytes: int | None = None) -> list[Op]:
     """The root's steps, in order. `readonly` folders are exposed; `masks` that fall inside
     them are covered; exposed folders inside a covered one are exposed again after it."""
     ops: list[Op] = []
@@ -107,7 +107,9 @@ def mount_plan(*, readonly: Sequence[Path], masks: Sequence[Path], gpu: bool,
     # The private /tmp and /dev/shm come before the exposed folders: a Python install that
     # lives under /tmp (a checkout cloned there, its .venv) is bound on top of the empty
     # tmpfs, not hidden by it (every child failed to start with exit code 127 that way).
-    ops += [Op("tmpfs", "/dev/shm", mode="1777"), Op("tmpfs", "/tmp", mode="1777")]
+    # Each capped: without size= a tmpfs may take half of the host's memory.
+    size = f",size={tmpfs_bytes}" if tmpfs_bytes else ""
+    ops += [Op("tmpfs", "/dev/shm", mode="1777" + size), Op("tmpfs", "/tmp", mode="1777" + size)]
     exposed = _outermost([Path(p) for p in SYSTEM_DIRS] + list(readonly))
     ops += [Op("bind_ro", str(p), str(p)) for p in exposed if p.is_dir()]
     covered = _outermost(m for m in masks if m.is_dir() and any(_under(m, e) for e in exposed))

@@ -24,6 +24,22 @@ FAILED = "failed"
 
 MAX_ERROR_CHARS = 1000
 
+CPU_INTERPRETER = "cpu-interpreter"
+NATIVE = "native"
+# On the CPU the evidence for "native" is the harness's record of aten ops dispatched
+# outside DSL launches, which code inside the candidate's process can switch off (seen:
+# torch math under torch.utils._python_dispatch._disable_current_modes() beside a decoy
+# Triton kernel got "native"). A GPU run sees device kernels, which the candidate cannot
+# hide; a CPU run's "native" is shown as this instead, never as "native".
+UNVERIFIED_ON_CPU = "unverified-cpu"
+
+
+def shown_verdict(verdict: str | None, mode: str) -> str:
+    """The verdict as the portal, its API and the command lines show it."""
+    if verdict == NATIVE and mode == CPU_INTERPRETER:
+        return UNVERIFIED_ON_CPU
+    return verdict or ""
+
 
 @dataclass
 class ShapeResult:

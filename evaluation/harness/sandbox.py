@@ -11,8 +11,13 @@ Isolation, applied where the host allows (each part is reported, never silently 
 - work folders made without following links (workarea.py), owned by root except the
   child's own home, temp and output folders; swept when a killed worker left them;
 - a scrubbed environment (an allowlist of GPU-stack variables);
-- resource limits (processes, file size, core dumps; address space on the CPU only,
-  since CUDA reserves huge virtual ranges) and wall timeouts on every request.
+- a seccomp filter (syscall_filter.py) that denies what no kernel needs;
+- a memory and a process limit per evaluation, enforced by a control group of the child's
+  own where the host has one (limits.py): memory counts tmpfs pages too;
+- everything the child can write on size-capped tmpfs mounts: its folder (work, home,
+  outputs, caches, logs) on one of its own, /tmp and /dev/shm on small private ones;
+- resource limits (processes, file size, CPU time, core dumps; address space on the CPU
+  only, since CUDA reserves huge virtual ranges) and wall timeouts on every request.
 """
 
 from __future__ import annotations
@@ -38,11 +43,12 @@ from typing import Any
 
 from . import jail
 from .device_memory import CUDA_ALLOCATOR_SETTINGS
+from .limits import ChildGroup, hierarchy, sweep_stale_groups
 from .release import PUBLIC_FILES, PublicOperator
-from .workarea import make_dir, open_dir, open_regular, work_area, write_file
+from .workarea import make_dir, mount_tmpfs, open_dir, open_regular, remove_tree, work_area, write_file
 
 CHILD_MAIN = Path(__file__).resolve().parent / "child_main.py"
-OUTPUT_FILE = re.compile(r"out/([A-Za-z0-9_.-]{1,64}\.pt)")
+OUTPUT_FILE = re.compile(r"out/([A-Za-z0-9_.-]{1,64}\.bin)")
 # Variables that say where the GPU stack lives; nothing else of the parent's environment
 # reaches the candidate.
 PASSED_ENV = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
@@ -50,14 +56,19 @@ PASSED_ENV = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH
               "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
 SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 STDERR_TAIL_CHARS = 3000
+MAX_EVENT_BYTES = 4 * 2**20  # one event line; real ones are a few KiB
 
 
-def _half_of_memory(cap_gib: int) -> int:
+def _share_of_memory(cap_gib: int, share: float = 0.5) -> int:
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
         return cap_gib * 1024**3
-    return min(cap_gib * 1024**3, total // 2)
+    return min(cap_gib * 1024**3, int(total * share)) // 2**20 * 2**20  # whole MiB
+
+
+def _half_of_memory(cap_gib: int) -> int:
+    return _share_of_memory(cap_gib, 0.5)
 
 
 def _id_from_env(name: str, default: int) -> int:
@@ -82,8 +93,20 @@ class SandboxSettings:
     # CPU children only (CUDA reserves far more address space than it uses): at most half of
     # this host's memory, so one candidate cannot take the worker down with it.
     cpu_address_space_bytes: int | None = field(default_factory=lambda: _half_of_memory(32))
+    # Per evaluation where a control group can be made (limits.py), else per uid (rlimit).
     max_processes: int = 1024
+    # The child's memory, tmpfs pages included, where a control group can be made.
+    memory_bytes: int = field(default_factory=lambda: _half_of_memory(32))
+    # The child's own folder (work, home, outputs, Triton's cache, logs): one tmpfs this size.
+    scratch_bytes: int = field(default_factory=lambda: _share_of_memory(8, 0.125))
+    # The private /tmp and /dev/shm inside the child's root, each this size.
+    private_tmpfs_bytes: int = 256 * 1024**2
     max_file_bytes: int = 8 * 1024**3
+    # CPU seconds per process of the candidate (RLIMIT_CPU): a backstop beside the wall
+    # timeouts, for processes that outlive a request.
+    cpu_seconds: int = 6 * 3600
+    syscall_filter: bool = field(
+        default_factory=lambda: os.environ.get("ATREX_SYSCALL_FILTER", "1") != "0")
     start_timeout_s: float = 180.0
     # Output tensors travel child -> parent as files: memory-backed /dev/shm makes that
     # several times faster than a disk-backed /tmp for the large shapes.
@@ -104,6 +127,9 @@ class Isolation:
     env_scrubbed: bool = True
     notes: tuple[str, ...] = field(default_factory=tuple)
     private_root: bool = False  # the child sees only what jail.py allows
+    syscall_filter: bool = False  # syscall_filter.py installed in the child
+    # The limits, and what enforces them: "cgroup v1"/"cgroup v2", or "rlimit" (per uid).
+    limits: dict[str, Any] = field(default_factory=dict)
 
 
 class CandidateError(Exception):
@@ -194,8 +220,20 @@ def planned_isolation(settings: SandboxSettings, masked: Sequence[Path]) -> Isol
     if problem is None:
         plan = _plan(settings, masked, gpu=False)
         covered = tuple(op.target for op in plan if op.kind == "mask")
+        groups = hierarchy()
+        limits = {"memory_bytes": settings.memory_bytes if groups else None,
+                  "max_processes": settings.max_processes,
+                  "processes_counted": "per evaluation" if groups else "per uid",
+                  "scratch_bytes": settings.scratch_bytes,
+                  "private_tmpfs_bytes": settings.private_tmpfs_bytes,
+                  "cpu_seconds": settings.cpu_seconds,
+                  "enforced_by": f"cgroup v{groups.version}" if groups else "rlimit"}
+        notes = () if groups else (
+            "no control group could be made on this host: memory is bounded only by the "
+            "tmpfs sizes (and RLIMIT_AS on the CPU), processes per uid (RLIMIT_NPROC)",)
         return Isolation(uid=settings.child_uid, network_namespace=True, pid_namespace=True,
-                         masked_paths=covered, private_root=True)
+                         masked_paths=covered, private_root=True,
+                         syscall_filter=settings.syscall_filter, limits=limits, notes=notes)
     if settings.require_isolation:
         raise HarnessError(f"the sandbox is required (ATREX_SANDBOX_REQUIRED) but unavailable: "
                            f"{problem}")
@@ -208,7 +246,8 @@ def planned_isolation(settings: SandboxSettings, masked: Sequence[Path]) -> Isol
 def _plan(settings: SandboxSettings, masked: Sequence[Path], *, gpu: bool) -> list[jail.Op]:
     masks = [Path(p) for p in masked] + [p for p in ALWAYS_MASKED if p.is_dir()]
     return jail.mount_plan(readonly=jail.python_install(), masks=masks, gpu=gpu,
-                           devices=jail.gpu_devices() if gpu else ())
+                           devices=jail.gpu_devices() if gpu else (),
+                           tmpfs_bytes=settings.private_tmpfs_bytes)
 
 
 def workdir_base(settings: SandboxSettings) -> Path:
@@ -259,6 +298,11 @@ class ChildProcess:
         # read, the caches it keeps across restarts, a work folder per process.
         area = work_area(workdir_base(settings))
         self._home = Path(tempfile.mkdtemp(prefix="child-", dir=area.path))
+        if self.isolation.private_root:
+            # Everything this child can write lives here: on a tmpfs of its own, capped, so
+            # that filling it fails the candidate's writes, not the host (seen: 1 GiB in
+            # each writable folder raised host shared memory by 3.1 GB).
+            mount_tmpfs(self._home, settings.scratch_bytes)
         self._private = self._home / "logs"
         self._private.mkdir()
         home_fd = open_dir(self._home)
@@ -272,6 +316,8 @@ class ChildProcess:
         self.workdir: Path | None = None
         self._workdir_fd: int | None = None
         self._outputs_fd: int | None = None
+        self._group: ChildGroup | None = None
+        self._breaches: list[str] = []  # limits hit by processes of this child now gone
 
     @property
     def restarts(self) -> int:
@@ -365,7 +411,7 @@ class ChildProcess:
             except (BrokenPipeError, subprocess.TimeoutExpired, OSError):
                 pass
         self._cleanup()
-        shutil.rmtree(self._home, ignore_errors=True)
+        remove_tree(self._home)
 
     def kill(self) -> None:
         self._cleanup()
@@ -419,13 +465,27 @@ class ChildProcess:
                     raise
 
     def open_output(self, name: object) -> Any:
-        """A file the child reported as its output (`out/<name>.pt`), opened for reading
+        """A file the child reported as its output (`out/<name>.bin`), opened for reading
         without following links; OSError or ValueError when it is anything else."""
         match = OUTPUT_FILE.fullmatch(str(name))
         if match is None or self._outputs_fd is None:
             raise ValueError("the result channel named an output file outside the sandbox's "
                              "output folder")
         return open_regular(self._outputs_fd, match.group(1))
+
+    def remove_output(self, name: object) -> None:
+        """Delete a reported output file once read: the scratch space holds one call's."""
+        match = OUTPUT_FILE.fullmatch(str(name))
+        if match is not None and self._outputs_fd is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(match.group(1), dir_fd=self._outputs_fd)
+
+    def limit_breaches(self) -> list[str]:
+        """The per-evaluation limits this child ran into since the last call, in words."""
+        notes, self._breaches = self._breaches, []
+        if self._group is not None:
+            notes += self._group.breaches()
+        return notes
 
     def stderr_tail(self) -> str:
         path = self._private / "stderr.log"
@@ -444,6 +504,14 @@ class ChildProcess:
         env = self._environment(write_fd)
         stdout = open(self._private / "stdout.log", "ab")  # noqa: SIM115 - handed to the child
         stderr = open(self._private / "stderr.log", "ab")  # noqa: SIM115
+        groups = hierarchy() if self.isolation.private_root else None
+        if groups is not None:
+            sweep_stale_groups()
+            self._group = ChildGroup.make(groups, memory_bytes=self.settings.memory_bytes,
+                                          max_processes=self.settings.max_processes,
+                                          tag=str(self._spawns))
+            if self._group is None and self.settings.require_isolation:
+                raise HarnessError("the child's control group could not be made")
         try:
             self._process = subprocess.Popen(
                 self._argv(), cwd=self.workdir, env=env, stdin=subprocess.PIPE, stdout=stdout,
@@ -517,6 +585,9 @@ class ChildProcess:
         if jailed:
             env["ATREX_JAIL_SCRIPT"] = self._jail_script()
             env["ATREX_PID_NAMESPACE"] = "1"
+            env["ATREX_SCRATCH_BYTES"] = str(self.settings.scratch_bytes)
+            if self.settings.syscall_filter:
+                env["ATREX_SYSCALL_FILTER"] = "1"
         return env
 
     def _limits(self, parent: int) -> None:
@@ -535,9 +606,14 @@ class ChildProcess:
             value = value if hard == resource.RLIM_INFINITY else min(value, hard)
             resource.setrlimit(limit, (value, value))
 
+        if self._group is not None:
+            self._group.enter()  # pids.max: processes counted for this evaluation alone
+        else:
+            # counted for the uid host-wide: another sandbox under it shares the budget
+            cap(resource.RLIMIT_NPROC, self.settings.max_processes)
         cap(resource.RLIMIT_CORE, 0)
-        cap(resource.RLIMIT_NPROC, self.settings.max_processes)
         cap(resource.RLIMIT_FSIZE, self.settings.max_file_bytes)
+        cap(resource.RLIMIT_CPU, self.settings.cpu_seconds)
         if self.device == "cpu" and self.settings.cpu_address_space_bytes:
             cap(resource.RLIMIT_AS, self.settings.cpu_address_space_bytes)
 
@@ -555,6 +631,13 @@ class ChildProcess:
             if not chunk:
                 raise self._died()
             self._buffer += chunk
+            if len(self._buffer) > MAX_EVENT_BYTES and b"\n" not in self._buffer:
+                # The channel's pipe is the candidate's to write too: an endless line would
+                # otherwise grow the trusted parent without bound.
+                self._buffer = b""
+                self._cleanup()
+                raise ChannelCorrupted("channel", f"the result channel sent an event longer "
+                                       f"than {MAX_EVENT_BYTES // 2**20} MiB")
         line, self._buffer = self._buffer.split(b"\n", 1)
         try:
             event = json.loads(line)
@@ -591,6 +674,10 @@ class ChildProcess:
                 with contextlib.suppress(OSError):
                     self._process.stdin.close()
             self._process = None
+        if self._group is not None:
+            self._breaches += self._group.breaches()
+            self._group.remove()
+            self._group = None
         if self._events_fd is not None:
             os.close(self._events_fd)
             self._events_fd = None

@@ -12,6 +12,8 @@ to root, so the candidate cannot plant anything there in the first place.
 Each worker process keeps its children's folders in one work area, locked (flock) while the
 process lives. A worker killed outright leaves its area behind, with team source and
 outputs in it; the next worker to start on the host removes every area whose lock is free.
+As root each child's folder is a size-capped tmpfs of its own (sandbox.py): removing an
+area unmounts what is mounted inside it first.
 
 Imports no Django.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import fcntl
 import os
 import shutil
@@ -52,7 +55,7 @@ class WorkArea:
     def remove(self) -> None:
         if os.getpid() != self._owner:
             return  # a forked process: the area belongs to its parent
-        shutil.rmtree(self.path, ignore_errors=True)
+        remove_tree(self.path)
         with contextlib.suppress(OSError):
             os.close(self._lock_fd)
 
@@ -83,7 +86,7 @@ def sweep_stale_areas(base: Path) -> list[Path]:
         except FileNotFoundError:
             with contextlib.suppress(OSError):
                 if time.time() - entry.stat().st_mtime > UNLOCKED_GRACE_S:
-                    shutil.rmtree(entry, ignore_errors=True)
+                    remove_tree(entry)
                     removed.append(entry)
             continue
         except OSError:
@@ -94,9 +97,48 @@ def sweep_stale_areas(base: Path) -> list[Path]:
             continue  # a live worker holds it
         finally:
             os.close(lock)
-        shutil.rmtree(entry, ignore_errors=True)  # rmtree does not follow symlinks
+        remove_tree(entry)
         removed.append(entry)
     return removed
+
+
+_MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
+try:
+    _libc: ctypes.CDLL | None = ctypes.CDLL(None, use_errno=True)
+except OSError:
+    _libc = None
+
+
+def mount_tmpfs(path: Path, size_bytes: int, mode: int = 0o700) -> None:
+    """Mount a tmpfs of at most `size_bytes` on the folder `path` (root only); OSError."""
+    if _libc is None:
+        raise OSError("no C library to mount with")
+    options = f"size={size_bytes},mode={mode:o}".encode()
+    if _libc.mount(b"atrex-scratch", str(path).encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV,
+                   options) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"mount tmpfs on {path}: {os.strerror(error)}")
+
+
+def unmount_below(path: Path) -> None:
+    """Detach every mount at or inside `path`, innermost first."""
+    if _libc is None:
+        return
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return
+    root = os.path.realpath(path)
+    points = [line.split()[4].encode().decode("unicode_escape") for line in lines]
+    inside = [p for p in points if p == root or p.startswith(root + "/")]
+    for point in sorted(set(inside), key=len, reverse=True):
+        _libc.umount2(point.encode(), _MNT_DETACH)
+
+
+def remove_tree(path: Path) -> None:
+    """Unmount inside `path`, then remove it (rmtree does not follow symlinks)."""
+    unmount_below(path)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def open_dir(path: Path) -> int:

@@ -10,20 +10,30 @@ job runs.
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from evaluation.harness.results import EvaluationResult
+from evaluation.harness.limits import hierarchy
+from evaluation.harness.results import UNVERIFIED_ON_CPU, EvaluationResult, shown_verdict
 from evaluation.harness.sandbox import SandboxSettings, planned_isolation
 from tests.adversarial.test_host_escapes import HOST_CASES
 from tests.evaluation.helpers import TEST_SETTINGS, run_candidate, sample_source
 
 CANDIDATES = Path(__file__).parent / "candidates"
 HONEST = sample_source("rms_norm", "triton_native")
-FAST = dataclasses.replace(TEST_SETTINGS, compile_timeout_s=15.0, call_timeout_s=15.0)
+# Small scratch mounts keep the fill case quick; every other case fits in them many times.
+CASE_SANDBOX = SandboxSettings(scratch_bytes=512 * 2**20, private_tmpfs_bytes=64 * 2**20)
+FAST = dataclasses.replace(TEST_SETTINGS, compile_timeout_s=15.0, call_timeout_s=15.0,
+                           sandbox=CASE_SANDBOX)
 
 
 def failed_with(*texts: str) -> Callable[[EvaluationResult], None]:
@@ -59,6 +69,50 @@ def leaks_nothing(result: EvaluationResult) -> None:
     assert result.shapes[0].status == "failed"  # it raised to send its report out
 
 
+def processes_capped(result: EvaluationResult) -> None:
+    # Starved of CPU by the bomb, the 2-core CI machine may not finish the first call in
+    # time: a timeout is the same catch (the shape fails, the namespace dies with it).
+    failed_with("other process(es)", "timed out after 15 s")(result)
+    if hierarchy() is not None:  # the per-evaluation group says which limit was reached
+        assert any("limit of 1024 processes and threads" in (s.error or "")
+                   for s in result.shapes), [s.error for s in result.shapes]
+
+
+def shown_unverified_on_cpu(result: EvaluationResult) -> None:
+    for shape in result.shapes:
+        assert shape.status == "passed", shape.error
+        # the in-process record was switched off: it says native, and nothing shows that
+        assert shape.verdict == "native"
+        assert shown_verdict(shape.verdict, result.mode) == UNVERIFIED_ON_CPU
+
+
+def every_folder_capped(result: EvaluationResult) -> None:
+    first, second = result.shapes
+    assert first.status == "failed" and "raised RuntimeError: filled {" in (first.error or ""), \
+        first.error
+    filled = json.loads((first.error or "").split("filled ", 1)[1].split("}")[0] + "}")
+    slack = 64 * 2**20  # one chunk
+    assert filled["/tmp"] <= CASE_SANDBOX.private_tmpfs_bytes < filled["/tmp"] + slack
+    assert filled["/dev/shm"] <= CASE_SANDBOX.private_tmpfs_bytes < filled["/dev/shm"] + slack
+    own = filled["home"] + filled["tmpdir"] + filled["cache"]
+    assert own <= CASE_SANDBOX.scratch_bytes < own + slack, filled
+    assert second.status == "failed" and "the sandbox's scratch space is full (512 MiB for" in \
+        (second.error or ""), second.error
+
+
+def syscalls_denied(result: EvaluationResult) -> None:
+    for shape in result.shapes:
+        outcome = _syscall_report(shape.error)
+        assert outcome.pop("unshare -Urm").startswith("failed"), outcome
+        assert set(outcome.values()) == {"EPERM"}, outcome
+
+
+def _syscall_report(error: str | None) -> dict[str, str]:
+    assert "raised RuntimeError: syscalls {" in (error or ""), error
+    report: dict[str, str] = json.loads((error or "").split("syscalls ", 1)[1].split("}")[0] + "}")
+    return report
+
+
 CASES: dict[str, Callable[[EvaluationResult], None]] = {
     "timer_patch": failed_with("integrity check failed: the candidate replaced"),
     "harness_patch": failed_with("integrity check failed: the candidate replaced"),
@@ -77,7 +131,11 @@ CASES: dict[str, Callable[[EvaluationResult], None]] = {
     "constant_output": failed_with("elements wrong"),
     "precision_downgrade": failed_with("elements wrong"),
     "background_thread": failed_with("background thread"),
-    "fork_bomb": failed_with("other process(es)"),
+    "fork_bomb": processes_capped,
+    "output_bomb": failed_with("output 'out' has shape ("),
+    "tmpfs_fill": every_folder_capped,
+    "denied_syscall": syscalls_denied,
+    "cpu_mode_switch": shown_unverified_on_cpu,
     "forge_channel": never_native,
     "decoy_kernel": never_native,
     "try_except_fallback": falls_back_where_triton_cannot,
@@ -112,6 +170,85 @@ def test_the_exploit_is_caught_and_the_next_job_runs(case: str) -> None:
     CASES[case](result)
     honest = run_candidate("rms_norm", HONEST, ["dev-t3-h200"])
     assert honest.shapes[0].status == "passed" and honest.shapes[0].verdict == "native"
+
+
+NEEDS_ROOT = pytest.mark.skipif(not planned_isolation(SandboxSettings(), ()).pid_namespace,
+                                reason="needs root for the sandbox's namespaces")
+_PEAK = """
+import resource, sys
+from pathlib import Path
+from tests.adversarial.test_cpu_cases import FAST
+from tests.evaluation.helpers import run_candidate
+result = run_candidate("rms_norm", Path(sys.argv[1]).read_text(), ["dev-t4-h256"], settings=FAST)
+print(result.shapes[0].status, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def _parent_peak_bytes(candidate: Path) -> tuple[str, int]:
+    run = subprocess.run([sys.executable, "-c", _PEAK, str(candidate)], capture_output=True,
+                         text=True, timeout=300, cwd=Path(__file__).parents[2], check=True)
+    status, peak = run.stdout.split()[-2:]
+    return status, int(peak)
+
+
+@NEEDS_ROOT
+def test_the_parent_reads_no_more_than_the_expected_outputs(tmp_path: Path) -> None:
+    honest = tmp_path / "honest.py"
+    honest.write_text(HONEST)
+    honest_status, honest_peak = _parent_peak_bytes(honest)
+    bomb_status, bomb_peak = _parent_peak_bytes(CANDIDATES / "output_bomb.py")
+    assert (honest_status, bomb_status) == ("passed", "failed")
+    # The bomb's output is 256 MiB and more, five times per shape; reading it once would
+    # show here.
+    assert bomb_peak < honest_peak + 128 * 2**20, (honest_peak, bomb_peak)
+
+
+@NEEDS_ROOT
+@pytest.mark.skipif(hierarchy() is None, reason="no control group can be made on this host")
+def test_a_process_flood_under_the_sandbox_uid_leaves_the_next_evaluation_its_processes() -> None:
+    # 1,100 processes of the sandbox uid, as a fork bomb of another evaluation would leave
+    # them: RLIMIT_NPROC (per uid) would starve every later sandbox; pids.max is per group.
+    settings = SandboxSettings()
+    flood = subprocess.Popen(
+        ["setpriv", f"--reuid={settings.child_uid}", f"--regid={settings.child_gid}",
+         "--clear-groups", "sh", "-c", "i=0; while [ $i -lt 1100 ]; do sleep 600 & "
+         "i=$((i+1)); done; wait"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while _processes_of(settings.child_uid) < 1100 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _processes_of(settings.child_uid) >= 1100
+        honest = run_candidate("rms_norm", HONEST, ["dev-t3-h200"])
+        assert honest.shapes[0].status == "passed" and honest.shapes[0].verdict == "native", \
+            honest.shapes[0].error
+    finally:
+        os.killpg(flood.pid, signal.SIGKILL)
+        flood.wait()
+
+
+def _processes_of(uid: int) -> int:
+    count = 0
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and entry.stat().st_uid == uid:
+                count += 1
+        except OSError:
+            pass
+    return count
+
+
+@NEEDS_ROOT
+def test_without_the_filter_the_sandbox_uid_could_trace_itself_and_read_memory() -> None:
+    # What the filter adds (and that syscalls_denied can fail): the kernel alone lets the
+    # sandbox's unprivileged uid trace itself and read memory through process_vm_readv.
+    settings = dataclasses.replace(FAST, sandbox=dataclasses.replace(CASE_SANDBOX,
+                                                                     syscall_filter=False))
+    result = run_candidate("rms_norm", (CANDIDATES / "denied_syscall.py").read_text(),
+                           ["dev-t4-h256"], settings=settings)
+    assert result.isolation["syscall_filter"] is False
+    outcome = _syscall_report(result.shapes[0].error)
+    assert outcome["ptrace(PTRACE_TRACEME)"] == "ok", outcome
+    assert outcome["process_vm_readv"] == "ok", outcome
 
 
 def test_a_cpu_child_may_take_at_most_half_of_the_hosts_memory() -> None:

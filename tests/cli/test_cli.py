@@ -80,7 +80,7 @@ def test_submit_wait_follows_a_real_evaluation_to_scored(portal: dict[str, Any],
     assert progress[-1] == "rms_norm: scored 2/2"
     table = run.stdout
     assert "): scored: 2 of 2 shapes correct (interpreter check)" in table
-    assert "rms_norm" in table and "2/2" in table and "native 2" in table
+    assert "rms_norm" in table and "2/2" in table and "unverified-cpu 2" in table
     assert "S_agg not timed under weights v1" in table  # correct, no GPU time: not 0
     assert "interpreter check: Triton's CPU interpreter ran this, not a GPU" in table
 
@@ -91,7 +91,7 @@ def test_submit_wait_follows_a_real_evaluation_to_scored(portal: dict[str, Any],
     assert status.returncode == 0 and detail["status"] == "scored"
     assert detail["agent"] == "test-agent" and detail["output_tokens"] == 4321
     assert detail["score"]["current"] and "rms_norm" in detail["score"]["by_operator"]
-    assert [r["verdict"] for r in detail["jobs"][0]["results"]] == ["native", "native"]
+    assert [r["verdict"] for r in detail["jobs"][0]["results"]] == ["unverified-cpu"] * 2
 
     # Without a GPU the worker ran Triton's interpreter: a check, never ranked on a board.
     board = atrex(portal, "leaderboard", "atrex-fixture", "--hardware", "H200", "--format", "json")
@@ -254,8 +254,10 @@ def test_evaluate_local_runs_the_public_checks_on_a_bundle_from_the_portal(
     run = atrex(portal, "evaluate-local", str(NATIVE), "--operator", "rms_norm", "--release", "atrex-fixture",
                 "--operator", "rms_norm")
     assert run.returncode == client.EXIT_OK, run.stderr
-    assert "2/2 shapes correct, 2/2 native" in run.stderr and "cpu-interpreter" in run.stdout
-    assert run.stdout.count("native") == 2 and "not timed" in run.stdout
+    assert "2/2 shapes correct, 2/2 without torch work the interpreter saw: unverified on " \
+        "CPU" in run.stderr and "cpu-interpreter" in run.stdout
+    assert run.stdout.count("unverified-cpu") == 2 and "native" not in run.stdout
+    assert "not timed" in run.stdout
     cached = portal["home"] / "cache" / "atrex" / "bundles" / "atrex-fixture-v1"
     assert not list(cached.rglob("roofline.json")) and not list(cached.rglob("metadata.json"))
 
@@ -266,4 +268,4 @@ def test_evaluate_local_exits_9_when_a_shape_would_not_score(portal: dict[str, A
                 "--release", str(FIXTURE_RELEASE), "--operator", "rms_norm",
                 "--shapes", "dev-t4-h256")
     assert run.returncode == client.EXIT_EVALUATION_FAILED, run.stderr
-    assert "1/1 shapes correct, 0/1 native" in run.stderr and "fallback-torch" in run.stdout
+    assert "1/1 shapes correct, 0/1 without torch work" in run.stderr and "fallback-torch" in run.stdout

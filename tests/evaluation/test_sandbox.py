@@ -291,3 +291,41 @@ def test_a_child_that_failed_to_start_is_started_once_more(monkeypatch: pytest.M
         warm.close()
     assert result.shapes[0].status == "passed", result.shapes[0].error
     assert len(calls) >= 2
+
+
+@pytest.mark.skipif(not planned_isolation(TEST_SETTINGS.sandbox, ()).private_root,
+                    reason="needs root for the sandbox's private root")
+def test_the_childs_limits_are_reported_with_every_result() -> None:
+    from pathlib import Path
+
+    from evaluation.harness.limits import hierarchy
+    from evaluation.harness.sandbox import ChildProcess
+
+    result = run_candidate("rms_norm", HONEST, [GOOD_SHAPE])
+    limits = result.isolation["limits"]
+    settings = TEST_SETTINGS.sandbox
+    assert result.isolation["syscall_filter"] is True
+    assert limits["scratch_bytes"] == settings.scratch_bytes
+    assert limits["cpu_seconds"] == settings.cpu_seconds == 6 * 3600
+    groups = hierarchy()
+    assert limits["enforced_by"] == (f"cgroup v{groups.version}" if groups else "rlimit")
+    assert limits["memory_bytes"] == (settings.memory_bytes if groups else None)
+    # The child's folder is a tmpfs of its own with the scratch size, and goes with it.
+    child = ChildProcess(device="cpu", dsl="triton", masked_paths=(), settings=settings)
+    mounts = {line.split()[4]: line.split(" - ")[1] for line in
+              Path("/proc/self/mountinfo").read_text().splitlines()}
+    home = str(child._home)
+    assert mounts[home].startswith("tmpfs ") and \
+        f"size={settings.scratch_bytes // 1024}k" in mounts[home], mounts[home]
+    child.close()
+    assert home not in {line.split()[4] for line in
+                        Path("/proc/self/mountinfo").read_text().splitlines()}
+    assert not Path(home).exists()
+
+
+def test_the_private_tmp_and_shm_are_size_capped() -> None:
+    from evaluation.harness import jail
+
+    plan = jail.mount_plan(readonly=[], masks=[], gpu=False, tmpfs_bytes=64 * 2**20)
+    capped = {op.target: op.mode for op in plan if op.kind == "tmpfs"}
+    assert capped == {"/dev/shm": f"1777,size={64 * 2**20}", "/tmp": f"1777,size={64 * 2**20}"}

@@ -34,3 +34,27 @@ def test_a_message_being_written_is_invisible_until_whole(tmp_path: Path) -> Non
         assert channel._get("jobs") == {"body": "whole"}
         with pytest.raises(Empty):
             channel._get("jobs")
+
+
+def test_the_embedded_brokers_folders_and_messages_are_the_broker_users_alone(
+        tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from evaluation.protocol import FILESYSTEM_BROKER, broker_settings
+
+    base = tmp_path / "broker"
+    previous = os.umask(0o022)  # a usual umask: 0755 folders and 0644 files unless set
+    try:
+        options = broker_settings(FILESYSTEM_BROKER, base)["broker_transport_options"]
+    finally:
+        os.umask(previous)
+    folders = [base, *(Path(options[key]) for key in ("data_folder_in", "processed_folder",
+                                                      "control_folder"))]
+    with Connection("filesystem://", transport="evaluation.broker:Transport",
+                    transport_options=options) as connection:
+        connection.default_channel._put("jobs", {"body": "source and seeds"})
+    messages = list(Path(options["data_folder_out"]).glob("*.msg"))
+    assert len(messages) == 1
+    assert {stat.S_IMODE(f.stat().st_mode) for f in folders} == {0o700}
+    assert stat.S_IMODE(messages[0].stat().st_mode) == 0o600

@@ -48,7 +48,9 @@ def test_an_upload_is_evaluated_by_a_real_worker_and_scored(tmp_path: Path) -> N
     results = ShapeResult.objects.filter(job=job).order_by("shape__position")
     assert [r.shape.shape_id for r in results] == ["dev-t4-h256", "dev-t3-h200"]
     for result in results:
-        assert result.status == "passed" and result.verdict == "native"
+        # a CPU run's record of "native" can be switched off from inside: stored unverified
+        assert result.status == "passed" and result.verdict == "unverified-cpu"
+        assert result.raw["adoption"]["verdict"] == "native"
         assert result.dsl_ratio == 1.0 and result.sol_s and result.sol_s > 0
         assert result.median_s is None and result.attainment is None  # CPU: not measured
         assert result.raw["trials_checked"] == 5
@@ -58,7 +60,7 @@ def test_an_upload_is_evaluated_by_a_real_worker_and_scored(tmp_path: Path) -> N
     api = client.get(f"/api/submissions/{submission.pk}/").json()
     assert api["status"] == "scored"
     assert [(r["shape_id"], r["verdict"]) for r in api["jobs"][0]["results"]] == [
-        ("dev-t4-h256", "native"), ("dev-t3-h200", "native")]
+        ("dev-t4-h256", "unverified-cpu"), ("dev-t3-h200", "unverified-cpu")]
     page = client.get(f"/submissions/{submission.pk}/").content.decode()
-    assert 'id="submission-status">scored<' in page and page.count(">native<") == 2
+    assert 'id="submission-status">scored<' in page and page.count(">unverified-cpu<") == 2
     assert "hx-trigger" not in page  # finished: the page stops polling

@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import json
 import logging
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -130,6 +131,47 @@ def ended(submission: Submission, django_capture_on_commit_callbacks: Any) -> li
 def test_a_webhook_url_must_be_http_and_reach_no_private_address(url: str, why: str) -> None:
     with pytest.raises(WebhookRejected, match=why.replace(".", r"\.").replace("/", "/")):
         check_webhook_url(url)
+
+
+# Loopback (and a private address) reached through every IPv6 form that carries an IPv4
+# address to a translator or tunnel: each is judged by the address it leads to.
+WRAPPED_PRIVATE = [
+    "::ffff:127.0.0.1",  # IPv4-mapped
+    "::127.0.0.1",  # IPv4-compatible
+    "::10.0.0.7",
+    "64:ff9b::7f00:1",  # NAT64, the well-known prefix
+    "64:ff9b::a00:7",
+    "64:ff9b:1::7f00:1",  # NAT64, local use: never global
+    "2002:7f00:1::1",  # 6to4
+    "2002:a00:7::1",
+    "2001:0:4136:e378:8000:63bf:80ff:fffe",  # Teredo, client 127.0.0.1 (obfuscated)
+]
+WRAPPED_PUBLIC = ["64:ff9b::5db8:d822", "2002:5db8:d822::1", "::ffff:93.184.216.34"]
+
+
+@pytest.mark.parametrize("address", WRAPPED_PRIVATE)
+def test_every_wrapped_form_of_a_private_address_is_refused_at_set_up(address: str) -> None:
+    with pytest.raises(WebhookRejected, match="not global"):
+        check_webhook_url(f"http://[{address}]/hook")
+
+
+@pytest.mark.parametrize("address", WRAPPED_PUBLIC)
+def test_a_wrapped_public_address_is_taken(address: str) -> None:
+    assert check_webhook_url(f"http://[{address}]/hook") == f"http://[{address}]/hook"
+
+
+@pytest.mark.parametrize("address", WRAPPED_PRIVATE)
+def test_a_name_resolving_to_a_wrapped_private_address_is_refused_at_delivery(
+        address: str, receiver: Receiver, settings: Any) -> None:
+    team = hooked_team(receiver.url)
+    Team.objects.filter(pk=team.pk).update(webhook_url="http://hooks.example.org/h")
+    submission = evaluated(team)
+    settings.ATREX_WEBHOOK_ALLOW_PRIVATE = False
+    answer = [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", (address, 80, 0, 0))]
+    with mock.patch("submissions.webhooks.socket.getaddrinfo", return_value=answer), \
+            pytest.raises(DeliveryFailed, match="not global") as refused:
+        deliver(submission.pk, "{}", "d-wrapped")
+    assert not refused.value.retry and receiver.received == []
 
 
 def test_a_public_address_is_taken() -> None:
