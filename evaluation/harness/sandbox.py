@@ -168,6 +168,9 @@ def describe_exit(returncode: int | None) -> str:
     if returncode is None:
         return "the candidate's process ended"
     if returncode < 0:
+        if -returncode == signal.SIGXCPU:
+            return "the candidate's process used up its CPU time (RLIMIT_CPU) and was killed " \
+                   "by SIGXCPU"
         try:
             name = signal.Signals(-returncode).name
         except ValueError:
@@ -302,7 +305,12 @@ class ChildProcess:
             # Everything this child can write lives here: on a tmpfs of its own, capped, so
             # that filling it fails the candidate's writes, not the host (seen: 1 GiB in
             # each writable folder raised host shared memory by 3.1 GB).
-            mount_tmpfs(self._home, settings.scratch_bytes)
+            try:
+                mount_tmpfs(self._home, settings.scratch_bytes)
+            except OSError as exc:
+                shutil.rmtree(self._home, ignore_errors=True)
+                raise HarnessError(f"the child's scratch space could not be mounted: {exc}") \
+                    from exc
         self._private = self._home / "logs"
         self._private.mkdir()
         home_fd = open_dir(self._home)
@@ -613,7 +621,14 @@ class ChildProcess:
             cap(resource.RLIMIT_NPROC, self.settings.max_processes)
         cap(resource.RLIMIT_CORE, 0)
         cap(resource.RLIMIT_FSIZE, self.settings.max_file_bytes)
-        cap(resource.RLIMIT_CPU, self.settings.cpu_seconds)
+        # SIGXCPU at the soft limit names the breach; SIGKILL a few seconds later, should
+        # the candidate catch the signal (with both equal the kernel sends SIGKILL first)
+        soft_cpu = self.settings.cpu_seconds
+        hard_cpu = resource.getrlimit(resource.RLIMIT_CPU)[1]
+        if hard_cpu == resource.RLIM_INFINITY or hard_cpu > soft_cpu + 5:
+            resource.setrlimit(resource.RLIMIT_CPU, (soft_cpu, soft_cpu + 5))
+        else:
+            resource.setrlimit(resource.RLIMIT_CPU, (min(soft_cpu, hard_cpu), hard_cpu))
         if self.device == "cpu" and self.settings.cpu_address_space_bytes:
             cap(resource.RLIMIT_AS, self.settings.cpu_address_space_bytes)
 

@@ -13,6 +13,7 @@ import textwrap
 
 import pytest
 
+from evaluation.harness.evaluate import EvaluationSettings
 from evaluation.harness.sandbox import WarmChildren, planned_isolation
 from tests.conftest import FIXTURE_RELEASE
 from tests.evaluation.helpers import TEST_SETTINGS, run_candidate, sample_source
@@ -30,6 +31,10 @@ def misbehaving(body: str) -> str:
 
 def run_both(body: str, **settings: float) -> tuple[object, object]:
     chosen = dataclasses.replace(TEST_SETTINGS, **settings) if settings else TEST_SETTINGS
+    return run_both_with(chosen, body)
+
+
+def run_both_with(chosen: EvaluationSettings, body: str) -> tuple[object, object]:
     result = run_candidate("rms_norm", misbehaving(body), [BAD_SHAPE, GOOD_SHAPE], chosen)
     bad, good = result.shapes
     assert good.status == "passed", good.error  # the next shape still runs
@@ -329,3 +334,18 @@ def test_the_private_tmp_and_shm_are_size_capped() -> None:
     plan = jail.mount_plan(readonly=[], masks=[], gpu=False, tmpfs_bytes=64 * 2**20)
     capped = {op.target: op.mode for op in plan if op.kind == "tmpfs"}
     assert capped == {"/dev/shm": f"1777,size={64 * 2**20}", "/tmp": f"1777,size={64 * 2**20}"}
+
+
+def test_a_candidate_past_its_cpu_time_is_killed_and_the_next_shape_runs() -> None:
+    # The child's start (torch, Triton) takes a few CPU seconds; the candidate then spins
+    # past the limit on the first shape, well inside the wall timeout.
+    sandbox = dataclasses.replace(TEST_SETTINGS.sandbox, cpu_seconds=20)
+    settings = dataclasses.replace(TEST_SETTINGS, sandbox=sandbox, call_timeout_s=120.0,
+                                   compile_timeout_s=120.0)
+    bad, good = run_both_with(settings, """
+        import resource
+        while resource.getrusage(resource.RUSAGE_SELF).ru_utime < 40:
+            pass
+    """)
+    assert "used up its CPU time (RLIMIT_CPU) and was killed by SIGXCPU" in (bad.error or ""), \
+        bad.error
