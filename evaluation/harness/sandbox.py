@@ -98,7 +98,11 @@ class SandboxSettings:
     # The child's memory, tmpfs pages included, where a control group can be made.
     memory_bytes: int = field(default_factory=lambda: _half_of_memory(32))
     # The child's own folder (work, home, outputs, Triton's cache, logs): one tmpfs this size.
-    scratch_bytes: int = field(default_factory=lambda: _share_of_memory(8, 0.125))
+    # Outputs pass through it, up to three checked timed calls' at once (the public
+    # block_scaled_mm returns 4.9 GB on one shape): a quarter of the host's memory, up to
+    # 32 GiB, so that with RLIMIT_AS (half) a CPU child without a control group still
+    # leaves the host a quarter.
+    scratch_bytes: int = field(default_factory=lambda: _share_of_memory(32, 0.25))
     # The private /tmp and /dev/shm inside the child's root, each this size.
     private_tmpfs_bytes: int = 256 * 1024**2
     max_file_bytes: int = 8 * 1024**3
