@@ -28,6 +28,7 @@ class LocalRun:
     trials: int
     timeout_s: float
     json_out: Path | None
+    dsl: str | None = None  # None: the release's first accepted DSL
 
 
 def evaluate_local(run: LocalRun, console: Console) -> bool:
@@ -54,9 +55,13 @@ def evaluate_local(run: LocalRun, console: Console) -> bool:
     if run.shapes is None and len(shape_ids) < len(operator.public.shapes):
         console.print(f"no GPU: Triton's interpreter, on the {len(shape_ids)} dev shapes "
                       "(choose others with --shapes)")
+    accepted = release.settings.accepted_dsls
+    dsl = run.dsl or accepted[0]
+    if dsl not in accepted:
+        raise CliError(f"--dsl {dsl}: {release.root.name} accepts {', '.join(accepted)}")
     job = EvaluationJob(
         operator=operator.public, candidate_source=run.candidate.read_text(encoding="utf-8"),
-        tolerance=operator.tolerance, shape_ids=shape_ids, dsl=release.settings.dsl,
+        tolerance=operator.tolerance, shape_ids=shape_ids, dsl=dsl,
         dsl_ratio_threshold=release.settings.dsl_ratio_threshold,
         masked_paths=(release.root,) if release.has_hidden_files else ())
     settings = EvaluationSettings(trials=run.trials, compile_timeout_s=run.timeout_s,

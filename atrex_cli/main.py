@@ -106,6 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--hardware", required=True, help="e.g. H200")
     submit.add_argument("--operator", default=None,
                         help="the operator of a single .py (default: its file name)")
+    submit.add_argument("--dsl", default="",
+                        help="the kernels' DSL: one for every file (triton, gluon, cute) or per "
+                             "file, e.g. rms_norm=cute,silu_and_mul=triton (default: the "
+                             "release's first accepted DSL)")
     submit.add_argument("--agent", default="")
     submit.add_argument("--model", default="")
     submit.add_argument("--tokens", type=int, default=None, help="output tokens the agent spent")
@@ -138,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     local.add_argument("--shapes", default=None, help="comma-separated ids or globs "
                        "(default: all on a GPU, the dev-* shapes on a CPU)")
     local.add_argument("--device", choices=("cuda", "cpu"), default=None)
+    local.add_argument("--dsl", default=None,
+                       help="the candidate's DSL (default: the release's first accepted DSL)")
     local.add_argument("--trials", type=int, default=5)
     local.add_argument("--timeout", type=float, default=300.0,
                        help="seconds for compile + correctness of one shape")
@@ -283,6 +289,8 @@ def cmd_submit(args: argparse.Namespace, err: Console) -> int:
               "model": args.model, "notes": args.notes}
     if args.operator:
         fields["operator"] = args.operator
+    if args.dsl:
+        fields["dsl"] = args.dsl
     if args.check:
         fields["mode"] = "check"
     if args.tokens is not None:
@@ -521,7 +529,7 @@ def cmd_evaluate_local(args: argparse.Namespace, err: Console) -> int:
     passed = evaluate_local(LocalRun(
         release=release_dir, operator=args.operator, candidate=args.candidate,
         shapes=args.shapes, device=args.device, trials=args.trials, timeout_s=args.timeout,
-        json_out=args.json), err)
+        json_out=args.json, dsl=args.dsl), err)
     return EXIT_OK if passed else EXIT_EVALUATION_FAILED
 
 

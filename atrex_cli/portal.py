@@ -75,8 +75,10 @@ def download_bundle(api: Api, release: dict[str, Any], operator: str | None,
         raise ServerError(f"the release's name is not a folder name: {release['name']!r}")
     settings = out / name / "release.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
+    accepted = release.get("accepted_dsls")  # absent from portals before 2026-12-02
     settings.write_text(json.dumps({"dsl": release["dsl"],
-                                    "dsl_ratio_threshold": release["dsl_ratio_threshold"]}) + "\n")
+                                    "dsl_ratio_threshold": release["dsl_ratio_threshold"],
+                                    **({"dsls": accepted} if accepted else {})}) + "\n")
     written.append(settings)
     return written
 

@@ -10,6 +10,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from evaluation.catalog.models import HardwareProfile, Release
+from evaluation.harness.dsl import DSL_LABELS, KNOWN_DSLS
 from leaderboard.models import WeightSet
 from leaderboard.selectors import (
     BOARDS,
@@ -18,6 +19,7 @@ from leaderboard.selectors import (
     baseline_rows,
     board_freeze,
     board_rows,
+    dsl_rates,
     operator_board,
     rank_changes,
     weight_set_for,
@@ -51,18 +53,26 @@ def board_data(query: Any, pk: int, hardware: str, board: str = "aggregate") -> 
     all_submissions = query.get("all") == "1"
     sort = query.get("sort", board)
     sort = sort if sort in NUMBER_COLUMNS else board  # any other value sorts by the board
+    dsl = query.get("dsl") or None
+    if dsl is not None and dsl not in KNOWN_DSLS:
+        raise Http404(f"no DSL named {dsl!r} (known: {', '.join(KNOWN_DSLS)})")
 
-    def compute() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def compute() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
         return (board_rows(release=release, hardware=profile, weight_set=weight_set,
-                           all_submissions=all_submissions, sort=sort, board=board),
-                baseline_rows(release=release, hardware=profile, weight_set=weight_set))
+                           all_submissions=all_submissions, sort=sort, board=board, dsl=dsl),
+                baseline_rows(release=release, hardware=profile, weight_set=weight_set),
+                dsl_rates(release=release, hardware=profile))
 
-    key = f"{release.pk}:{profile.pk}:{weight_set.pk}:{board}:{int(all_submissions)}:{sort}"
-    rows, baselines = derived_cache.remember(derived_cache.BOARDS, f"board:{key}", compute,
-                                             BOARD_CACHE_S)
+    key = (f"{release.pk}:{profile.pk}:{weight_set.pk}:{board}:{int(all_submissions)}:{sort}:"
+           f"{dsl or ''}")
+    rows, baselines, rates = derived_cache.remember(derived_cache.BOARDS, f"board:{key}",
+                                                    compute, BOARD_CACHE_S)
     return {"release": release, "hardware": profile, "weight_set": weight_set, "board": board,
             "rows": rows, "freeze": board_freeze(release, profile), "baselines": baselines,
-            "cache_key": key}
+            "cache_key": key, "dsl": dsl, "dsl_rates": rates,
+            # the filter offers what the release accepts and what its files declared
+            "dsls": [(name, DSL_LABELS[name]) for name in KNOWN_DSLS
+                     if name in release.accepted_dsls() or name in {r["dsl"] for r in rates}]}
 
 
 def operator_board_data(query: Any, pk: int, hardware: str, operator: str) -> dict[str, Any]:
@@ -81,7 +91,8 @@ def analysis_data(query: Any, pk: int, hardware: str) -> dict[str, Any]:
     release, profile = release_and_hardware(pk, hardware)
     weight_set = weights_asked(release, query.get("weights"))
     return {"release": release, "hardware": profile, "weight_set": weight_set,
-            "points": analysis_points(release=release, hardware=profile, weight_set=weight_set)}
+            "points": analysis_points(release=release, hardware=profile, weight_set=weight_set),
+            "dsl_rates": dsl_rates(release=release, hardware=profile)}
 
 
 def rank_changes_data(query: Any, pk: int, hardware: str) -> dict[str, Any]:

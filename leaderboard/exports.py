@@ -21,6 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evaluation.harness.dsl import KNOWN_DSLS
 from leaderboard.board_requests import (
     analysis_data,
     board_data,
@@ -87,11 +88,24 @@ def csv_attachment(text: str, filename: str) -> HttpResponse:
 
 # -- what the JSON holds (for the schema; the rows are built by leaderboard.selectors) ------
 
+class DslRateOut(serializers.Serializer[Any]):
+    dsl = serializers.CharField()
+    dsl_name = serializers.CharField(help_text="e.g. CuTe DSL")
+    files = serializers.IntegerField()
+    shapes = serializers.IntegerField()
+    correctness_rate = serializers.FloatField()
+    adoption_rate = serializers.FloatField(help_text="shapes correct and native")
+    unverified_rate = serializers.FloatField(help_text="shapes correct whose native verdict "
+                                             "is unverified (an interpreter check)")
+
+
 class BoardRowOut(serializers.Serializer[Any]):
     rank = serializers.IntegerField(allow_null=True, help_text="empty for a row not ranked "
                                     "(a baseline, or a submission shown with ?all=1)")
     team = serializers.CharField()
     submission = serializers.IntegerField(allow_null=True)
+    dsl = serializers.CharField(help_text="the submission's declared DSL; where its files "
+                                "differ, each file's (operator: dsl, ...)")
     aggregate = serializers.FloatField(allow_null=True, help_text="S_agg; null: not timed")
     memory = serializers.FloatField(allow_null=True)
     compute = serializers.FloatField(allow_null=True)
@@ -116,6 +130,8 @@ class BoardOut(serializers.Serializer[Any]):
     rows = BoardRowOut(many=True)
     baselines = BoardRowOut(many=True, help_text="unranked: the reference baselines and the "
                             "release's production timings")
+    dsl_rates = DslRateOut(many=True, help_text="per declared DSL over every file submitted "
+                           "to the board: shapes correct, and correct and native")
 
 
 class OperatorRowOut(serializers.Serializer[Any]):
@@ -186,7 +202,9 @@ BOARD_PARAMETERS = [
     OpenApiParameter("all", str, enum=["1"], description=(
         "1: every submission (unranked ones badged), not the best per team")),
     OpenApiParameter("sort", str, enum=list(NUMBER_COLUMNS), description=(
-        "order rows by this column (default: the board's score)"))]
+        "order rows by this column (default: the board's score)")),
+    OpenApiParameter("dsl", str, enum=list(KNOWN_DSLS), description=(
+        "only submissions with a file declared in this DSL"))]
 BOARD_RESPONSES: dict[Any, Any] = {(200, "application/json"): BoardOut, (200, "text/csv"): CSV,
                                    **errors(404)}
 
@@ -208,7 +226,8 @@ class BoardExportApi(_Export):
         return Response({"release": str(release), "hardware": profile.name,
                          "board": data["board"], "weights_version": data["weight_set"].version,
                          "frozen_at": freeze.frozen_at.isoformat() if freeze else None,
-                         "rows": data["rows"], "baselines": data["baselines"]})
+                         "rows": data["rows"], "baselines": data["baselines"],
+                         "dsl_rates": data["dsl_rates"]})
 
 
 class NamedBoardExportApi(BoardExportApi):

@@ -10,20 +10,21 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import F
+from django.db.models import Count, F, Q
 from django.db.models.functions import Coalesce
 
 from evaluation.catalog.models import HardwareProfile, Operator, Release
+from evaluation.harness.dsl import DSL_LABELS
 from evaluation.harness.roofline import roofline_point
 from leaderboard.models import BoardFreeze, SubmissionScore, WeightSet
 from leaderboard.scoring import ScoringPolicy, ShapeOutcome, combine, solve_rate, summarise
 from leaderboard.services import scoring_context, shape_regime
-from submissions.models import Submission
+from submissions.models import Candidate, ShapeResult, Submission
 
 NUMBER_COLUMNS = ("aggregate", "memory", "compute", "prefill", "decode", "unweighted_mean",
                   "correctness_rate", "dsl_adoption_rate")
-COLUMNS = ("rank", "team", "submission", *NUMBER_COLUMNS, "output_tokens", "agent", "model",
-           "date", "badges")
+COLUMNS = ("rank", "team", "submission", "dsl", *NUMBER_COLUMNS, "output_tokens", "agent",
+           "model", "date", "badges")
 # The exports also say what each row was measured with (the page names it above the table).
 EXPORT_COLUMNS = (*COLUMNS, "environment")
 # The boards of one release and hardware: each ranks teams by one of the stored scores.
@@ -79,9 +80,10 @@ def ranked_order(value: float | None, correctness: float, created: datetime) -> 
 
 def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
                all_submissions: bool = False, sort: str = "aggregate",
-               board: str = "aggregate") -> list[dict[str, Any]]:
+               board: str = "aggregate", dsl: str | None = None) -> list[dict[str, Any]]:
     """Ranked rows of one board: each team's best submission by the board's score
-    (`best_first`), among its whole evaluations (every job ended).
+    (`best_first`), among its whole evaluations (every job ended). With `dsl`, only
+    submissions with a file in that DSL (each team's best among them).
 
     With `all_submissions`, every submission is a row, quarantined, still evaluating and
     interpreter-checked ones too (unranked, badged); never a check submission. A frozen
@@ -99,6 +101,9 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     freeze = board_freeze(release, hardware)
     if freeze is not None:
         scores = scores.filter(submission__created_at__lte=freeze.frozen_at)
+    if dsl is not None:
+        scores = scores.filter(submission_id__in=Candidate.objects.filter(dsl=dsl)
+                               .values("submission_id"))
     if not all_submissions:
         scores = scores.filter(**RANKABLE)
         if connection.vendor == "postgresql":
@@ -128,7 +133,47 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
         rows.append(_row(score, rank=rank if rankable else None))
     if sort in NUMBER_COLUMNS and sort != board:
         rows.sort(key=lambda r: -(r[sort] if r[sort] is not None else -1.0))
+    labels = dsl_labels([r["submission"] for r in rows])
+    for row in rows:
+        row["dsl"] = labels.get(row["submission"], "")
     return rows
+
+
+def dsl_labels(submission_ids: Sequence[int]) -> dict[int, str]:
+    """Each submission's DSL as a board shows it: one name, or each file's where they mix."""
+    files: dict[int, list[tuple[str, str]]] = {}
+    for submission, operator, dsl in (Candidate.objects.filter(submission_id__in=submission_ids)
+                                      .order_by("operator__name")
+                                      .values_list("submission_id", "operator__name", "dsl")):
+        files.setdefault(submission, []).append((operator, dsl))
+    return {submission: (pairs[0][1] if len({d for _, d in pairs}) == 1
+                         else ", ".join(f"{op}: {d}" for op, d in pairs))
+            for submission, pairs in files.items()}
+
+
+def dsl_rates(*, release: Release, hardware: HardwareProfile) -> list[dict[str, Any]]:
+    """Per declared DSL, over every file submitted to this board (ranked mode, teams shown):
+    the share of shapes correct beside the share correct and native, the comparison the
+    Atrex paper makes (a model mostly correct, far less often in the target DSL)."""
+    latest = ShapeResult.objects.filter(
+        attempt=F("job__attempts"), job__candidate__submission__release=release,
+        job__candidate__submission__hardware=hardware,
+        job__candidate__submission__mode=Submission.Mode.RANKED,
+        job__candidate__submission__baseline="",
+        job__candidate__submission__team__hidden=False)
+    counts = (latest.values("job__candidate__dsl")
+              .annotate(shapes=Count("id"), files=Count("job__candidate", distinct=True),
+                        correct=Count("id", filter=Q(status="passed")),
+                        native=Count("id", filter=Q(status="passed", verdict="native")),
+                        unverified=Count("id", filter=Q(status="passed",
+                                                        verdict="unverified-cpu")))
+              .order_by("job__candidate__dsl"))
+    return [{"dsl": c["job__candidate__dsl"],
+             "dsl_name": DSL_LABELS.get(c["job__candidate__dsl"], c["job__candidate__dsl"]),
+             "files": c["files"], "shapes": c["shapes"],
+             "correctness_rate": c["correct"] / c["shapes"],
+             "adoption_rate": c["native"] / c["shapes"],
+             "unverified_rate": c["unverified"] / c["shapes"]} for c in counts]
 
 
 def _rankable(score: dict[str, Any]) -> bool:
@@ -138,7 +183,7 @@ def _rankable(score: dict[str, Any]) -> bool:
 def _row(score: dict[str, Any], rank: int | None) -> dict[str, Any]:
     return {
         "rank": rank, "team": score["submission__team__name"],
-        "submission": score["submission_id"],
+        "submission": score["submission_id"], "dsl": "",
         **{column: score[column] for column in NUMBER_COLUMNS},
         "output_tokens": score["submission__output_tokens"], "agent": score["submission__agent"],
         "model": score["submission__model_name"],
@@ -192,6 +237,7 @@ def baseline_rows(*, release: Release, hardware: HardwareProfile,
         seen.add(kind)
         row = _row(score, rank=None)
         row["team"] = labels[kind]
+        row["dsl"] = "pytorch"  # the reference, eager or compiled: no DSL of the release
         row["badges"] = ["baseline"] + (["interpreter check"] if score["interpreter_jobs"]
                                         else [])
         rows.append(row)
@@ -217,7 +263,7 @@ def production_baseline(*, release: Release, hardware: HardwareProfile,
     share = sum(weights.values())
     return {
         "rank": None, "team": f"Production ({', '.join(sorted(frameworks)) or 'timings'})",
-        "submission": None,
+        "submission": None, "dsl": "",
         **{c: getattr(score, c) for c in NUMBER_COLUMNS
            if c not in ("correctness_rate", "dsl_adoption_rate")},
         "correctness_rate": None, "dsl_adoption_rate": None, "output_tokens": None,

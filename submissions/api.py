@@ -84,6 +84,7 @@ class ResultOut(serializers.Serializer[Any]):
 class JobOut(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     operator = serializers.CharField()
+    dsl = serializers.CharField(help_text="the DSL the team declared for this file")
     status = serializers.ChoiceField(choices=EvaluationJob.Status.choices)
     mode = serializers.ChoiceField(choices=EvaluationJob.Mode.choices, help_text=(
         "where the worker ran it: gpu, or cpu-interpreter (Triton's interpreter: an "

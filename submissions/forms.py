@@ -39,6 +39,7 @@ class SubmissionForm(forms.Form):
     release = _whole_number(required=True)
     hardware = _text(required=True)
     operator = _text()  # for a single .py not named after its operator
+    dsl = _text(1000)  # "cute" for every file, or "rms_norm=cute,silu_and_mul=triton"
     agent = _text(MAX_METADATA_CHARS)
     model = _text(MAX_METADATA_CHARS)
     output_tokens = _whole_number(required=False)

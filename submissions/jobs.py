@@ -89,7 +89,7 @@ def _next_attempt(job: EvaluationJob) -> Callable[[], None]:
         job_id=job.pk, attempt=job.attempts, operator=operator.name,
         reference_py=operator.reference_py, input_py=operator.input_py,
         shapes_json=_job_shapes_json(job), candidate_source=candidate.source,
-        atol=operator.hidden.atol, rtol=operator.hidden.rtol, dsl=release.dsl,
+        atol=operator.hidden.atol, rtol=operator.hidden.rtol, dsl=job.candidate.dsl,
         dsl_ratio_threshold=release.dsl_ratio_threshold, hardware=hardware.name,
         seed=secrets.randbits(63), heartbeat_s=settings.ATREX_JOB_HEARTBEAT_SECONDS)
     queue, task_id = hardware.queue, attempt_task_id(job.pk, job.attempts)

@@ -63,6 +63,8 @@ class Candidate(models.Model):
     operator = models.ForeignKey(Operator, on_delete=models.PROTECT)
     source = models.TextField()
     sha256 = models.CharField(max_length=64)
+    # The DSL the team declared for this file (one of the release's accepted_dsls()).
+    dsl = models.CharField(max_length=30, default="triton")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["submission", "operator"],

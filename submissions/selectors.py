@@ -212,7 +212,8 @@ def submission_status(jobs: Any) -> str:
 def job_detail(job: EvaluationJob, results: list[dict[str, Any]]) -> dict[str, Any]:
     """A job and its results (those of its latest attempt, in shape order)."""
     return {
-        "id": job.pk, "operator": job.candidate.operator.name, "status": job.status,
+        "id": job.pk, "operator": job.candidate.operator.name, "dsl": job.candidate.dsl,
+        "status": job.status,
         "mode": job.mode, "attempts": job.attempts, "shapes_done": job.shapes_done,
         "shapes_total": job.shapes_total,
         "error": job.error, "source": job.candidate.source, "sha256": job.candidate.sha256,

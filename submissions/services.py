@@ -102,7 +102,7 @@ def submission_create(*, team: Team, user: object | None, release: Release,
                       hardware: HardwareProfile, filename: str, data: bytes,
                       operator: str | None = None, agent: str = "", model_name: str = "",
                       output_tokens: int | None = None, notes: str = "",
-                      mode: str = MODE_RANKED) -> Submission:
+                      mode: str = MODE_RANKED, dsl: str = "") -> Submission:
     """Check the upload, then store submission, candidates and jobs atomically.
 
     `mode` "check" evaluates it like any submission but keeps it off every board; it uses
@@ -116,6 +116,7 @@ def submission_create(*, team: Team, user: object | None, release: Release,
     operators = {op.name: op for op in release.operators.all()}
     sources = read_upload(filename=filename, data=data, operators=operators, operator=operator,
                           limits=upload_limits())
+    dsls = declared_dsls(dsl, sorted(sources), release)
     with transaction.atomic():
         # The team row lock serialises concurrent uploads of one team: no quota overrun.
         Team.objects.select_for_update().get(pk=team.pk)
@@ -141,12 +142,35 @@ def submission_create(*, team: Team, user: object | None, release: Release,
                                      f"{settings.ATREX_SHAPE_FILTER or 'the scored tier'!r}")
             candidate = Candidate.objects.create(
                 submission=submission, operator=operators[name], source=source,
-                sha256=hashlib.sha256(source.encode()).hexdigest())
+                sha256=hashlib.sha256(source.encode()).hexdigest(), dsl=dsls[name])
             job = EvaluationJob.objects.create(candidate=candidate, shapes_total=len(shapes),
                                                shape_ids=shapes)
             job_ids.append(job.pk)
         transaction.on_commit(lambda: dispatch_all(job_ids))
     return submission
+
+
+def declared_dsls(declared: str, operators: Sequence[str], release: Release) -> dict[str, str]:
+    """The DSL of each uploaded file: `declared` is empty (the release's default), one DSL
+    for every file, or `operator=dsl` pairs separated by commas (the others get the default).
+    UploadRejected when a DSL is not one the release accepts, or names no uploaded file."""
+    accepted = release.accepted_dsls()
+    chosen = {name: accepted[0] for name in operators}
+    text = declared.strip()
+    pairs = [p.strip() for p in text.split(",") if p.strip()] if "=" in text else []
+    if text and not pairs:
+        chosen = dict.fromkeys(operators, text)
+    for pair in pairs:
+        name, _, value = (part.strip() for part in pair.partition("="))
+        if name not in chosen:
+            raise UploadRejected(f"dsl: {name!r} is not a file of this upload (its files: "
+                                 f"{', '.join(operators)})")
+        chosen[name] = value
+    for name, value in chosen.items():
+        if value not in accepted:
+            raise UploadRejected(f"dsl: {value!r} (for {name}) is not a DSL {release} accepts; "
+                                 f"it accepts {', '.join(accepted)}")
+    return chosen
 
 
 class UploadTargetUnknown(DomainError):
@@ -171,7 +195,7 @@ def submission_from_upload(*, team: Team, user: object | None,
         data=upload.read(), operator=fields.get("operator") or None,
         agent=fields.get("agent") or "", model_name=fields.get("model") or "",
         output_tokens=fields.get("output_tokens"), notes=fields.get("notes") or "",
-        mode=fields.get("mode") or MODE_RANKED)
+        mode=fields.get("mode") or MODE_RANKED, dsl=fields.get("dsl") or "")
 
 
 def _check_metadata(*, agent: str, model_name: str, output_tokens: int | None,

@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from evaluation.catalog.models import HardwareProfile, Release
+from evaluation.harness.dsl import DSL_LABELS, KNOWN_DSLS
 from portal.accounts.auth import is_admin, request_team
 from portal.accounts.models import ApiToken, token_create
 from portal.accounts.viewer import viewer_of
@@ -108,7 +109,10 @@ def upload_page(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"team": team,
                                "releases": Release.objects.order_by("name", "-version"),
                                "hardware": HardwareProfile.objects.order_by("name"),
-                               "quota": quota_status(team), "error": None, "form": form}
+                               "quota": quota_status(team), "error": None, "form": form,
+                               "dsl_names": KNOWN_DSLS,
+                               "dsl_labels": ", ".join(f"{n} ({label})"
+                                                       for n, label in DSL_LABELS.items())}
     if request.method != "POST":
         return render(request, "submissions/upload.html", context)
     try:

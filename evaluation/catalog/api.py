@@ -23,6 +23,8 @@ class ReleaseOut(serializers.Serializer[Any]):
     name = serializers.CharField()
     version = serializers.IntegerField()
     dsl = serializers.CharField()
+    accepted_dsls = serializers.ListField(child=serializers.CharField(), help_text=(
+        "the DSLs a submission may declare (upload field dsl), the default first"))
     dsl_ratio_threshold = serializers.FloatField(
         help_text="a shape is native when this share of its device time runs in the DSL")
     operator_count = serializers.IntegerField()

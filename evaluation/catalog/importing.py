@@ -79,6 +79,7 @@ def release_import(*, path: Path, name: str | None = None) -> ImportSummary:
     version = (Release.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0) + 1
     release = Release.objects.create(
         name=name, version=version, content_sha256=content, dsl=loaded.settings.dsl,
+        dsls=list(loaded.settings.accepted_dsls),
         dsl_ratio_threshold=loaded.settings.dsl_ratio_threshold)
     ReleaseHidden.objects.create(release=release, trace_rules=_trace_rules(loaded), importance={
         op: {"importance_score": e.score, "phase": e.phase, "num_profiles": e.num_profiles}

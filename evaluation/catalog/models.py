@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import models
 
 from evaluation.harness.release import HardwareProfile as HardwareSpec
-from evaluation.harness.release import ShapeRoofline, stored_shape_roofline
+from evaluation.harness.release import ShapeRoofline, accepted_by_default, stored_shape_roofline
 from evaluation.protocol import eval_queue
 
 
@@ -76,6 +76,9 @@ class Release(models.Model):
     version = models.PositiveIntegerField()
     content_sha256 = models.CharField(max_length=64)
     dsl = models.CharField(max_length=30, default="triton")
+    # The DSLs a submission may declare, the upload default first; empty: every DSL the
+    # evaluator supports (evaluation.harness.release.accepted_by_default).
+    dsls = models.JSONField(default=list, blank=True)
     dsl_ratio_threshold = models.FloatField(default=0.95)
     fallback_scores_zero = models.BooleanField(
         default=True, help_text="Scoring policy: a correct but fallback shape (PyTorch, vendor "
@@ -91,6 +94,10 @@ class Release(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} v{self.version}"
+
+    def accepted_dsls(self) -> tuple[str, ...]:
+        """The DSLs a submission to this release may declare; the first is the default."""
+        return tuple(self.dsls) or accepted_by_default(self.dsl)
 
 
 class ReleaseHidden(models.Model):

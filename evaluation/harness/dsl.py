@@ -11,6 +11,7 @@ Runs inside the sandboxed child.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -179,6 +180,31 @@ def _metadata_name(metadata: Any) -> str:
 
 
 ADAPTERS: dict[str, Callable[[], DslAdapter]] = {"triton": TritonAdapter}
+
+# Every DSL a submission may name (the public Atrex-Bench's prompts name these, FlyDSL
+# aside: ROCm only, docs/evaluator.md), and those this evaluator can attribute kernels of
+# (an adapter above). A release accepts the supported ones unless it says otherwise; an
+# admin may accept a known one before its adapter exists (its jobs then say why they fail).
+DSL_LABELS = {"triton": "Triton", "gluon": "Gluon", "cute": "CuTe DSL"}
+KNOWN_DSLS = tuple(DSL_LABELS)
+SUPPORTED_DSLS = tuple(name for name in KNOWN_DSLS if name in ADAPTERS)
+
+
+def unavailable_reason(dsl: str, device: str) -> str | None:
+    """Why this host cannot evaluate candidates in `dsl`; None when it can. Said for the
+    job instead of a crash, or of a verdict from an adapter that does not know the DSL."""
+    if dsl not in DSL_LABELS:
+        return f"unknown DSL {dsl!r} (known: {', '.join(KNOWN_DSLS)})"
+    if dsl in ADAPTERS:
+        return None
+    label = DSL_LABELS[dsl]
+    if dsl == "gluon" and device == "cpu":
+        return (f"this host cannot evaluate {label}: its kernels need a GPU (Triton's "
+                "interpreter cannot run them)")
+    if dsl == "cute" and importlib.util.find_spec("cutlass") is None:
+        return f"this host cannot evaluate {label}: nvidia-cutlass-dsl is not installed here"
+    return (f"this host cannot evaluate {label} yet: the evaluator has no adapter that "
+            "attributes its kernels")
 
 
 def adapter_for(dsl: str) -> DslAdapter:

@@ -27,6 +27,7 @@ from . import adoption as adoption_mod
 from . import environment
 from .compare import Comparison, as_output_dict, compare_outputs
 from .device_memory import configure_cuda_allocator, is_out_of_memory, release_cached_memory
+from .dsl import unavailable_reason
 from .operator_files import import_file, make_inputs, make_model, tensor_bytes
 from .output_files import CallTensors, LayoutRefused, check_layout, read_call_file
 from .release import (
@@ -121,6 +122,9 @@ def evaluate(job: EvaluationJob, settings: EvaluationSettings = EvaluationSettin
         raise ValueError(f"unknown shapes for {job.operator.name}: {sorted(unknown)}")
     started = time.perf_counter()
     device = torch.device(settings.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    cannot = unavailable_reason(job.dsl, device.type)
+    if cannot is not None:
+        raise HarnessError(cannot)
     if device.type == "cuda":
         configure_cuda_allocator()
     if warm is not None:

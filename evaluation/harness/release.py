@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from .dsl import KNOWN_DSLS, SUPPORTED_DSLS
+
 # W's dtype keys map to a hardware precision path (BENCHMARK-FORMAT.md).
 DTYPE_TO_PEAK_PATH: Mapping[str, str] = {
     "bf16": "bf16_tc",
@@ -193,6 +195,11 @@ class ReleaseSettings:
 
     dsl: str = DEFAULT_DSL
     dsl_ratio_threshold: float = DEFAULT_DSL_RATIO_THRESHOLD
+    dsls: tuple[str, ...] = ()  # the DSLs a submission may declare; () = every supported
+
+    @property
+    def accepted_dsls(self) -> tuple[str, ...]:
+        return self.dsls or accepted_by_default(self.dsl)
 
 
 @dataclass(frozen=True)
@@ -439,8 +446,20 @@ def _load_settings(root: Path) -> ReleaseSettings:
         doc.get("dsl_ratio_threshold", DEFAULT_DSL_RATIO_THRESHOLD), file, "dsl_ratio_threshold")
     if threshold > 1:
         raise ReleaseError(file, "dsl_ratio_threshold", "must be between 0 and 1")
+    dsls = doc.get("dsls", [])
+    if not isinstance(dsls, list) or not all(isinstance(d, str) for d in dsls):
+        raise ReleaseError(file, "dsls", "expected a list of DSL names")
+    unknown = sorted(set(dsls) - set(KNOWN_DSLS))
+    if unknown:
+        raise ReleaseError(file, "dsls", f"unknown DSL(s) {', '.join(unknown)} (known: "
+                           f"{', '.join(KNOWN_DSLS)})")
     return ReleaseSettings(dsl=_require_str(doc.get("dsl", DEFAULT_DSL), file, "dsl"),
-                           dsl_ratio_threshold=threshold)
+                           dsl_ratio_threshold=threshold, dsls=tuple(dsls))
+
+
+def accepted_by_default(first: str) -> tuple[str, ...]:
+    """Every DSL this evaluator supports, the release's own first (the upload default)."""
+    return (first, *(d for d in SUPPORTED_DSLS if d != first))
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from evaluation.harness.dsl import unavailable_reason
 from evaluation.harness.evaluate import (
     EvaluationJob,
     EvaluationSettings,
@@ -93,6 +94,15 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
         publish("failed", {**ids, "reason": f"job spec version {spec.get('version')!r}: this "
                            f"worker runs version {SPEC_VERSION}", "infrastructure": True})
         return
+    device = (settings.device if settings and settings.device else None) or worker_device()
+    cannot = unavailable_reason(str(spec.get("dsl")), device.split(":")[0])
+    if cannot is not None:
+        # Not the candidate's fault and not a passing fault of this host: said for the job,
+        # never a crash, never a verdict from an adapter that does not know the DSL.
+        publish("failed", {**ids, "reason": cannot, "infrastructure": False})
+        return
+    if warm is not None and warm.dsl != spec["dsl"]:
+        warm = None  # the worker's children are started for its usual DSL
     try:
         with tempfile.TemporaryDirectory(prefix="atrex-job-") as folder:
             operator_dir = Path(folder) / spec["operator"]["name"]
@@ -106,8 +116,6 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
                 tolerance=Tolerance(**spec["tolerance"]), dsl=spec["dsl"],
                 dsl_ratio_threshold=spec["dsl_ratio_threshold"], seed=spec["seed"])
             # The mode up front, so the portal can mark an interpreter run from its first shape.
-            device = (settings.device if settings and settings.device else None) \
-                or worker_device()
             publish("started", {**ids, "shapes_total": len(public.shapes),
                                 "mode": evaluation_mode(device.split(":")[0])})
             stop_here()

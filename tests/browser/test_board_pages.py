@@ -127,3 +127,31 @@ def test_an_admin_activates_new_weights_and_the_board_reorders(
     for canvas in ("#roofline-chart", "#operator-chart"):
         assert canvas_painted_pixels(page, canvas) > 0, f"{canvas} is blank"
     screenshot(page, "submission")
+
+
+def test_a_board_shows_three_dsls_side_by_side_filterable_with_their_rates(page: Page) -> None:
+    release = release_import(path=FIXTURE_RELEASE).release
+    weight_set_from_release(release)
+    scored_submission(release, "Red", {"rms_norm": 0.8, "gemm_fp16": 0.2})
+    scored_submission(release, "Green", {"rms_norm": 0.5, "gemm_fp16": 0.9}, dsl="cute")
+    scored_submission(release, "Blue", {"rms_norm": 0.6, "gemm_fp16": 0.6}, dsl="gluon",
+                      verdict="mixed")  # correct, but not in the DSL it declared
+    both = weight_set_create(release=release, weights={"rms_norm": 1, "gemm_fp16": 1},
+                             source="manual")
+    weight_set_activate(weight_set=both, actor=None)
+    page.goto(f"/boards/{release.pk}/H200/")
+    dsl_cells = page.locator("#board tr:not(.baseline) td:nth-child(4)").all_inner_texts()
+    assert dict(zip(board_teams(page), dsl_cells, strict=True)) == {
+        "Green": "cute", "Red": "triton", "Blue": "gluon"}
+    rates = page.locator("#dsl-rates-table tr[data-dsl]")
+    expect(rates).to_have_count(3)
+    expect(page.locator('#dsl-rates-table tr[data-dsl="gluon"]')).to_contain_text("1.000")
+    expect(page.locator('#dsl-rates-table tr[data-dsl="gluon"] td').nth(4)).to_contain_text(
+        "0.000")  # correct everywhere, native nowhere
+    expect(page.locator('#dsl-rates-table tr[data-dsl="gluon"] .bar.correct')).to_be_visible()
+    screenshot(page, "board-dsls")
+    page.locator("#dsl-filter").get_by_role("link", name="CuTe DSL").click()
+    expect(page.locator("#dsl-filter strong")).to_have_text("CuTe DSL")
+    assert board_teams(page) == ["Green"] and "dsl=cute" in page.url
+    page.locator("#dsl-filter").get_by_role("link", name="every DSL").click()
+    expect(page.locator("#board tr:not(.baseline)")).to_have_count(4)  # header + 3 teams

@@ -97,7 +97,7 @@ def test_submit_wait_follows_a_real_evaluation_to_scored(portal: dict[str, Any],
     board = atrex(portal, "leaderboard", "atrex-fixture", "--hardware", "H200", "--format", "json")
     assert board.returncode == 0 and json.loads(board.stdout)["rows"] == []
     csv = atrex(portal, "leaderboard", "--format", "csv")  # the only release, H200
-    assert csv.stdout.splitlines()[0].startswith("rank,team,submission,aggregate")
+    assert csv.stdout.splitlines()[0].startswith("rank,team,submission,dsl,aggregate")
     assert f",Red,{submission_id}," not in csv.stdout
     per_operator = atrex(portal, "leaderboard", "--operator", "rms_norm")
     assert per_operator.returncode == 0 and "operator rms_norm" in per_operator.stdout

@@ -26,19 +26,23 @@ pytestmark = pytest.mark.django_db
 
 
 def scored_submission(release: Release, team_name: str, attainment: dict[str, float],
-                      status: str = "passed") -> Submission:
-    """A submission whose every shape of each operator reached `attainment[operator]`."""
+                      status: str = "passed", dsl: str | dict[str, str] = "triton",
+                      verdict: str = "native") -> Submission:
+    """A submission whose every shape of each operator reached `attainment[operator]`, its
+    files declared in `dsl` (one for all, or per operator)."""
     team = TeamFactory(name=team_name)
     submission = Submission.objects.create(team=team, release=release,
                                            hardware=HardwareProfile.objects.get(name="H200"))
     for operator, value in attainment.items():
         op = release.operators.get(name=operator)
+        declared = dsl if isinstance(dsl, str) else dsl.get(operator, "triton")
         candidate = Candidate.objects.create(submission=submission, operator=op,
-                                             source="class Model: pass", sha256="0" * 64)
+                                             source="class Model: pass", sha256="0" * 64,
+                                             dsl=declared)
         job = EvaluationJob.objects.create(candidate=candidate, status="scored", attempts=1)
         for shape in Shape.objects.filter(operator=op):
             ShapeResult.objects.create(job=job, attempt=1, shape=shape, status=status,
-                                       verdict="native" if status == "passed" else "",
+                                       verdict=verdict if status == "passed" else "",
                                        attainment=value, raw={})
     return submission
 
@@ -258,6 +262,6 @@ def test_the_exports_are_documented_public_api_views(world: dict[str, Any]) -> N
     as_csv = Client(headers={"Accept": "application/json"}).get(
         f"/api/boards/{release.pk}/H200/?format=csv&weights={version}")
     assert as_csv.status_code == 200 and as_csv["Content-Type"].startswith("text/csv")
-    assert as_csv.content.decode().startswith("rank,team,submission,aggregate")
+    assert as_csv.content.decode().startswith("rank,team,submission,dsl,aggregate")
     huge = Client().get(f"/api/boards/{release.pk}/H200/?weights={'9' * 30}")
     assert huge.status_code == 404  # no version: not a database overflow
