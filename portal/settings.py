@@ -119,6 +119,12 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # collectstatic fills it in production
 WHITENOISE_USE_FINDERS = DEBUG  # serve static/ directly while developing
 LOGIN_URL = "/accounts/login/"
+# Who may make an account (portal/accounts/signup.py): "open" (anyone: a user and a team of
+# their own, or a team's invite code), "approval" (the same, signed in only once an admin
+# activates the account), "invite" (only with a team's invite code). `make run` sets open.
+ATREX_SIGNUP = env_str("ATREX_SIGNUP", "approval")
+if ATREX_SIGNUP not in ("open", "approval", "invite"):
+    raise ImproperlyConfigured("ATREX_SIGNUP must be open, approval or invite")
 LOGIN_REDIRECT_URL = "/team/"
 LOGOUT_REDIRECT_URL = "/"
 
@@ -142,6 +148,7 @@ REST_FRAMEWORK = {
         # invalid API tokens per client address
         "token": f"{env_int('ATREX_TOKEN_FAILURE_LIMIT', 20, minimum=0)}/min",
         "upload": f"{env_int('ATREX_UPLOAD_LIMIT', 30, minimum=0)}/min",  # per team
+        "signup": f"{env_int('ATREX_SIGNUP_LIMIT', 5, minimum=0)}/min",  # per client address
     },
 }
 SPECTACULAR_SETTINGS = {

@@ -108,3 +108,12 @@ def limited_posts(throttle: type[PortalThrottle], what: str) -> Callable[[View],
             return view(request, *args, **kwargs)
         return wrapped
     return decorate
+
+
+class SignupThrottle(PortalThrottle):
+    """Sign-ups per client address: each one makes a user (and maybe a team)."""
+
+    scope = "signup"
+
+    def ident(self, request: Any) -> str:
+        return client_address(request)

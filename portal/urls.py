@@ -8,8 +8,9 @@ from evaluation.catalog import views as catalog_views
 from leaderboard import exports as board_exports
 from leaderboard import iteration_api, iteration_views
 from leaderboard import views as board_views
+from portal.accounts.views import signup_page
 from portal.api_errors import api_not_found
-from portal.throttles import LoginThrottle, limited_posts
+from portal.throttles import LoginThrottle, SignupThrottle, limited_posts
 from submissions import api as submissions_api
 from submissions import views as submissions_views
 
@@ -55,6 +56,8 @@ urlpatterns = [
     path("accounts/login/", limited_posts(LoginThrottle, "sign-in attempts")(
         auth_views.LoginView.as_view()), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/signup/", limited_posts(SignupThrottle, "sign-ups")(signup_page),
+         name="signup"),
     # Before admin/: the admin's own sign-in shares the limit (and the counts) of the one above.
     path("admin/login/", limited_posts(LoginThrottle, "sign-in attempts")(admin.site.login),
          name="admin-login"),

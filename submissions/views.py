@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from evaluation.catalog.models import HardwareProfile, Release
 from evaluation.harness.dsl import DSL_LABELS, KNOWN_DSLS
 from portal.accounts.auth import is_admin, request_team
-from portal.accounts.models import ApiToken, token_create
+from portal.accounts.models import ApiToken, invite_create, token_create
 from portal.accounts.viewer import viewer_of
 from portal.errors import DomainError
 from portal.htmx import HtmxRequest
@@ -83,13 +83,17 @@ def team_page(request: HttpRequest) -> HttpResponse:
                 settings_error = str(exc)
         elif "webhook_rotate" in request.POST:
             team_webhook_rotate_secret(team=team, actor=request.user)
+        elif "invite_create" in request.POST:
+            invite_create(team=team, created_by=request.user)
     return render(request, "submissions/team.html", {
         "team": team, "members": team.members.order_by("username"),
         "tokens": team.tokens.order_by("-created_at"), "new_token": new_token,
         "settings_error": settings_error,
         "webhook_url": request.POST.get("webhook_url", team.webhook_url)
         if settings_error else team.webhook_url,
-        "quota": quota_status(team), "submissions": recent_submissions(viewer_of(request))},
+        "quota": quota_status(team), "submissions": recent_submissions(viewer_of(request)),
+        "invites": team.invites.filter(revoked_at__isnull=True, expires_at__gt=timezone.now())
+        .order_by("-created_at")},
         status=400 if settings_error else 200)
 
 

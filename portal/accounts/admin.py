@@ -5,7 +5,7 @@ from django.contrib import admin
 from portal import derived_cache
 from portal.audit.models import audit
 
-from .models import ApiToken, Membership, Team
+from .models import ApiToken, Membership, Team, TeamInvite
 
 
 def _set_hidden(request: Any, queryset: Any, hidden: bool) -> None:
@@ -49,3 +49,10 @@ class MembershipAdmin(admin.ModelAdmin[Membership]):
 class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     list_display = ("team", "name", "prefix", "created_at", "last_used_at", "revoked_at")
     readonly_fields = ("prefix", "digest", "created_at", "last_used_at")
+
+
+@admin.register(TeamInvite)
+class TeamInviteAdmin(admin.ModelAdmin[TeamInvite]):
+    list_display = ("team", "created_by", "created_at", "expires_at", "revoked_at")
+    readonly_fields = ("code", "created_at")
+    list_filter = ("team",)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest
 
 from portal.accounts.auth import request_team
@@ -14,5 +15,5 @@ def user_team(request: HttpRequest) -> dict[str, Any]:
     for members of a team, and leads an admin without one to the admin's landing page."""
     user = getattr(request, "user", None)  # absent on pages rendered before authentication
     if user is None or not user.is_authenticated:
-        return {"user_team": None}
-    return {"user_team": request_team(request)}
+        return {"user_team": None, "signup_mode": settings.ATREX_SIGNUP}
+    return {"user_team": request_team(request), "signup_mode": settings.ATREX_SIGNUP}

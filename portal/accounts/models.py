@@ -92,3 +92,36 @@ def token_create(*, team: Team, name: str, created_by: object | None = None) -> 
 def signed_in(user: object) -> User | None:
     """The user to record as an author: None for nobody, an anonymous one, or a system actor."""
     return user if isinstance(user, User) else None
+
+
+class TeamInvite(models.Model):
+    """A code a team member hands to someone who signs up to join the team."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invites")
+    code = models.CharField(max_length=40, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"invite to {self.team}"
+
+
+INVITE_DAYS = 7
+
+
+def invite_create(*, team: Team, created_by: object | None) -> TeamInvite:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from portal.audit.models import audit
+
+    invite = TeamInvite.objects.create(
+        team=team, code=f"join-{secrets.token_urlsafe(18)}", created_by=signed_in(created_by),
+        expires_at=timezone.now() + timedelta(days=INVITE_DAYS))
+    audit(actor=created_by, action="team.invite", target=f"team:{team.slug}",
+          after={"invite": invite.pk, "expires_at": invite.expires_at.isoformat()})
+    return invite
