@@ -332,6 +332,16 @@ def cmd_status(args: argparse.Namespace, err: Console) -> int:
     return outcome_exit_code(detail)
 
 
+def queue_place_text(queue: dict[str, Any] | None) -> str:
+    """A queued job's place as the CLI says it ("" when it is not queued)."""
+    if not queue:
+        return ""
+    text = f"number {queue['position']} in the queue, {queue['running']} running"
+    start = queue.get("estimated_start_s")
+    return text + (f", estimated start in ~{start:.0f} s" if start is not None else
+                   ", no estimate yet")
+
+
 def _follow(api: Api, submission_id: int, args: argparse.Namespace, err: Console) -> int:
     """Poll the submission until no job is queued or running, one progress bar per job (a
     line per change when stderr is not a terminal: agents' logs); then the per-operator
@@ -342,19 +352,23 @@ def _follow(api: Api, submission_id: int, args: argparse.Namespace, err: Console
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, disable=not live) as bar:
         tasks: dict[int, TaskID] = {}
-        shown: dict[int, tuple[str, int]] = {}
+        shown: dict[int, tuple[str, int, str]] = {}
         ended_at: float | None = None
         while True:
             for job in detail["jobs"]:
                 if job["id"] not in tasks:
                     tasks[job["id"]] = bar.add_task("", total=job["shapes_total"] or None)
+                place = queue_place_text(job.get("queue"))
                 bar.update(tasks[job["id"]], completed=job["shapes_done"],
-                           description=f"{job['operator']}: {job['status']}")
-                state = (job["status"], job["shapes_done"])
+                           description=f"{job['operator']}: {job['status']}"
+                                       + (f" ({place})" if place else ""))
+                state = (job["status"], job["shapes_done"], place)
                 if not live and shown.get(job["id"]) != state:
                     shown[job["id"]] = state
                     err.print(f"{job['operator']}: {job['status']} {job['shapes_done']}/"
                               f"{job['shapes_total']}")
+                    if place:
+                        err.print(f"  {place}")
             if not _jobs_active(detail):
                 ended_at = ended_at or time.monotonic()
                 if _score_settled(detail) or time.monotonic() - ended_at > SCORE_GRACE_S:

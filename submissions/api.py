@@ -81,9 +81,20 @@ class ResultOut(serializers.Serializer[Any]):
 
 # "source" is an attribute of DRF's Field (as its type stubs read it): named in the data
 @with_fields(source=serializers.CharField())
+class QueuePlaceOut(serializers.Serializer[Any]):
+    position = serializers.IntegerField(help_text="1: next for its hardware's workers")
+    queued_ahead = serializers.IntegerField()
+    running = serializers.IntegerField(help_text="jobs running on that hardware now")
+    estimated_start_s = serializers.FloatField(allow_null=True, help_text=(
+        "seconds from now, estimated; null without finished jobs to estimate from"))
+    estimate_basis = serializers.CharField()
+
+
 class JobOut(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     operator = serializers.CharField()
+    queue = QueuePlaceOut(allow_null=True, required=False, help_text=(
+        "a queued job's place in its hardware's queue; null otherwise"))
     dsl = serializers.CharField(help_text="the DSL the team declared for this file")
     status = serializers.ChoiceField(choices=EvaluationJob.Status.choices)
     mode = serializers.ChoiceField(choices=EvaluationJob.Mode.choices, help_text=(

@@ -78,8 +78,49 @@ def submission_detail(submission: Submission, *, admin: bool) -> dict[str, Any]:
         "mode": submission.mode,
         "status": submission_status(jobs),
         "outcome": submission_outcome(tallies, check=submission.is_check),
-        "jobs": [job_detail(job, results[job.pk]) for job in jobs],
+        "jobs": [job_detail(job, results[job.pk], queue.get(job.pk))
+                 for queue in [queue_places(jobs, submission.hardware_id)] for job in jobs],
     }
+
+
+RECENT_JOBS = 20  # finished jobs whose median duration estimates a wait
+
+
+def queue_places(jobs: Sequence[EvaluationJob], hardware_id: int) -> dict[int, dict[str, Any]]:
+    """Where each queued job of `jobs` stands in its hardware's queue, and when it may start.
+
+    Ahead of it: the jobs for the same hardware queued before it (the broker hands them out
+    in order) and those running now. The estimate is the median duration of the last
+    RECENT_JOBS finished jobs on that hardware times the rounds the workers seen running now
+    need to get through the jobs ahead; None without such history.
+    """
+    queued = [job for job in jobs if job.status == EvaluationJob.Status.QUEUED]
+    if not queued:
+        return {}
+    same_hardware = EvaluationJob.objects.filter(candidate__submission__hardware_id=hardware_id)
+    running = list(same_hardware.filter(status=EvaluationJob.Status.RUNNING)
+                   .values_list("worker", flat=True))
+    workers = len({w for w in running if w}) or 1
+    finished = (same_hardware.filter(status=EvaluationJob.Status.SCORED,
+                                     started_at__isnull=False, finished_at__isnull=False)
+                .order_by("-finished_at").values_list("started_at", "finished_at")
+                [:RECENT_JOBS])
+    durations = sorted((end - start).total_seconds() for start, end in finished
+                       if start is not None and end is not None)
+    median = durations[len(durations) // 2] if durations else None
+    places: dict[int, dict[str, Any]] = {}
+    for job in queued:
+        before = same_hardware.filter(status=EvaluationJob.Status.QUEUED, pk__lt=job.pk).count()
+        ahead = before + len(running)
+        rounds = -(-ahead // workers)  # ceil: the workers take the jobs ahead in rounds
+        places[job.pk] = {
+            "position": before + 1, "queued_ahead": before, "running": len(running),
+            "estimated_start_s": None if median is None else round(rounds * median, 1),
+            "estimate_basis": (f"median of the last {len(durations)} finished jobs on this "
+                               f"hardware ({median:.0f} s), {workers} worker(s) seen running")
+            if median is not None else "no finished job on this hardware yet",
+        }
+    return places
 
 
 # The score's fields a submission's page and API show (of leaderboard.scoring.SCORE_FIELDS).
@@ -209,8 +250,10 @@ def submission_status(jobs: Any) -> str:
                                                     next(iter(statuses), "empty"))
 
 
-def job_detail(job: EvaluationJob, results: list[dict[str, Any]]) -> dict[str, Any]:
-    """A job and its results (those of its latest attempt, in shape order)."""
+def job_detail(job: EvaluationJob, results: list[dict[str, Any]],
+               queue: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A job and its results (those of its latest attempt, in shape order); a queued job
+    with its place in the queue (`queue_places`)."""
     return {
         "id": job.pk, "operator": job.candidate.operator.name, "dsl": job.candidate.dsl,
         "status": job.status,
@@ -218,6 +261,7 @@ def job_detail(job: EvaluationJob, results: list[dict[str, Any]]) -> dict[str, A
         "shapes_total": job.shapes_total,
         "error": job.error, "source": job.candidate.source, "sha256": job.candidate.sha256,
         "heartbeat_at": job.heartbeat_at.isoformat() if job.heartbeat_at else None,
+        "queue": queue,
         "results": results,
     }
 
