@@ -79,8 +79,6 @@ class ResultOut(serializers.Serializer[Any]):
     # Admins also get the hidden roofline's numbers, left out of this public description.
 
 
-# "source" is an attribute of DRF's Field (as its type stubs read it): named in the data
-@with_fields(source=serializers.CharField())
 class QueuePlaceOut(serializers.Serializer[Any]):
     position = serializers.IntegerField(help_text="1: next for its hardware's workers")
     queued_ahead = serializers.IntegerField()
@@ -90,6 +88,8 @@ class QueuePlaceOut(serializers.Serializer[Any]):
     estimate_basis = serializers.CharField()
 
 
+# "source" is an attribute of DRF's Field (as its type stubs read it): named in the data
+@with_fields(source=serializers.CharField())
 class JobOut(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     operator = serializers.CharField()

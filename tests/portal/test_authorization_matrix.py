@@ -66,6 +66,7 @@ MATRIX: list[tuple[str, str, str, dict[str, int]]] = [
     ("operator-history", "GET", "/team/history/rms_norm/",
      {"anonymous": 302, "member": 200, "other": 200, "staff": 404, "superuser": 404}),
     ("login", "GET", "/accounts/login/", PUBLIC),
+    ("signup", "GET", "/accounts/signup/", PUBLIC),
     ("logout", "POST", "/accounts/logout/", dict.fromkeys(ROLES, 302)),
     ("admin-login", "GET", "/admin/login/",
      {"anonymous": 200, "member": 200, "other": 200, "staff": 302, "superuser": 302}),
