@@ -26,10 +26,10 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
+from evaluation.harness.results import UNVERIFIED_ON_CPU
 from portal.errors import DomainError
 
 NATIVE, MIXED = "native", "mixed"
-UNVERIFIED_ON_CPU = "unverified-cpu"  # evaluation.harness.results: a CPU run's "native"
 MEMORY, COMPUTE, BALANCED = "memory", "compute", "balanced"
 
 
