@@ -33,9 +33,13 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+# Cases whose outputs are right and whose trick is in what ran: caught when no shape is
+# judged native (on a GPU "mixed", on a CPU "unverified-cpu")
+VERDICT_CASES = frozenset({"cpu_mode_switch"})
 sys.path.insert(0, str(REPO))
 
 from evaluation.harness.release import load_release  # noqa: E402
+from evaluation.harness.results import shown_verdict  # noqa: E402
 from evaluation.harness.sandbox import SandboxSettings  # noqa: E402
 from evaluation.protocol import job_spec  # noqa: E402
 from evaluation.worker.jobs import run_job_spec, warm_children, worker_device  # noqa: E402
@@ -102,7 +106,8 @@ def run_job(number: int, source: str, spec_args: dict[str, Any], warm: Any) -> d
         "reported": "result" if results else ("failed: " + str(failed[0].get("reason"))
                                               if failed else "nothing"),
         "shapes": [{"shape_id": s["shape_id"], "status": s["status"],
-                    "verdict": (s.get("adoption") or {}).get("verdict"),
+                    "verdict": shown_verdict((s.get("adoption") or {}).get("verdict"),
+                                             str(result.get("mode", ""))) or None,
                     "error": (s.get("error") or "")[:400]} for s in result.get("shapes", [])],
         "isolation": result.get("isolation", {}),
     }
@@ -161,7 +166,10 @@ def main() -> None:
     problems = []
     for row in report["jobs"]:
         hostile, after = row["hostile"], row["honest_after"]
-        if any(s["status"] == "passed" for s in hostile["shapes"]):
+        if row["case"] in VERDICT_CASES:  # correct outputs; caught by the verdict
+            if any(s["verdict"] in ("native", None) for s in hostile["shapes"]):
+                problems.append(f"{row['case']}: a shape was judged native")
+        elif any(s["status"] == "passed" for s in hostile["shapes"]):
             problems.append(f"{row['case']}: a shape passed")
         if hostile["parent_peak_mib"] > base + args.slack_mib:
             problems.append(f"{row['case']}: parent peak {hostile['parent_peak_mib']} MiB, honest "

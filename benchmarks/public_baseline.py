@@ -17,7 +17,10 @@ timed by graph replay (whose scored time, the span of the replay, the timing def
 2026-12-02 left unchanged), is not evaluated again: its stored shape results are reported
 to the portal as a GPU worker reports a job (`submissions.jobs.record_event`: "started",
 then "result"), each marked `carried_from`, and the portal stores and scores them as it
-stores any. Every other operator is evaluated.
+stores any. Every other operator is evaluated. With `--rederive-eager` the eager operators
+are carried over too, each eager shape's scored time re-derived from its stored event and
+busy times under the rule of 2026-12-02 (`rederived`: no upper bound); `--evaluate-again
+OP,OP` evaluates those operators on the GPU instead, to check the re-derivation.
 
 Usage on a GPU host (no network; Python 3.12): run `scripts/device-wheels` here first, carry
 `.whl`, the release folder and the state folder, and begin with the install line that script
@@ -104,7 +107,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             # the queued messages go; the jobs not carried over are sent again, once
             for message in (state / "broker" / "queue").glob("*"):
                 message.unlink()
-            carried = carry_over(args.carry_from)
+            carried = carry_over(args.carry_from, args.rederive_eager,
+                                 frozenset(filter(None, args.evaluate_again.split(","))))
             print(f"carried over from {args.carry_from.name}: {', '.join(carried) or 'nothing'}",
                   flush=True)
             for job in EvaluationJob.objects.filter(status__in=ACTIVE):
@@ -142,9 +146,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
-def carry_over(old_db: Path) -> list[str]:
+def carry_over(old_db: Path, rederive: bool = False, again: frozenset[str] = frozenset()
+               ) -> list[str]:
     """Report an earlier run's graph-timed results of unchanged operators as the results of
-    this baseline's jobs (see the module docstring); the operators carried over."""
+    this baseline's jobs (see the module docstring); with `rederive` the eager ones too,
+    their scored time re-derived (`rederived`); never those in `again`. The operators
+    carried over."""
     import sqlite3
 
     from evaluation.catalog.selectors import evaluated_shape_ids
@@ -175,11 +182,13 @@ def carry_over(old_db: Path) -> list[str]:
         results = [(json.loads(raw), method) for raw, method in old.execute(
             "select raw, launch_method from submissions_shaperesult where job_id = ? and "
             "attempt = ?", (old_job, old_attempt))]
-        if len(results) != len(evaluated_shape_ids(operator)) or any(
-                method != "graph" for _, method in results):
+        if len(results) != len(evaluated_shape_ids(operator)) or operator.name in again:
             continue
-        shapes = [{**raw, "carried_from": f"{release}, job {old_job} attempt {old_attempt}"}
-                  for raw, _ in results]
+        if any(method != "graph" for _, method in results) and not rederive:
+            continue
+        source = f"{release}, job {old_job} attempt {old_attempt}"
+        shapes = [rederived(raw, source) if method == "eager" else {**raw, "carried_from": source}
+                  for raw, method in results]
         report = {"job_id": job.pk, "attempt": job.attempts, "run": f"carried-{old_job}",
                   "worker": f"carried over from {release}", "mode": "gpu"}
         record_event("started", report)
@@ -187,6 +196,33 @@ def carry_over(old_db: Path) -> list[str]:
                                                      "evaluator_version": version}})
         carried.append(operator.name)
     return sorted(carried)
+
+
+def rederived(raw: dict[str, Any], source: str) -> dict[str, Any]:
+    """An eager shape result of the run before 2026-12-02 under today's rule: its scored
+    samples were each call's event time held between the profiled busy time and the
+    profiled span; they are now the event time held above the busy time alone
+    (timing.bounded_event_spans). max(x, busy) is monotone, so the new median is the stored
+    event-time median raised to the busy time: exact for an odd sample count and, for an
+    even one, unless the busy time falls between the two middle samples (host-bound forwards'
+    busy time is a fraction of their event time). The spread is not stored: p10 and p90 are
+    kept where the old bound did not reach them, else set to the median; mean and rse are
+    the old samples'. Marked `rederived` with what it came from."""
+    timing = dict(raw.get("timing") or {})
+    if not timing.get("measured") or timing.get("span_measured_by") != "events":
+        return {**raw, "carried_from": source}  # scored by the profiled span: unchanged
+    wall, busy, span = timing["wall_median_s"], timing["busy_median_s"], timing["span_median_s"]
+    median = max(wall, busy)
+    capped = span * (1 - 1e-9)
+    timing.update(
+        median_s=median,
+        p10_s=max(timing["p10_s"], busy) if timing["p10_s"] < capped else median,
+        p90_s=max(timing["p90_s"], busy, median) if timing["p90_s"] < capped else median)
+    # the portal computes the attainment from median_s, as for any report
+    return {**raw, "timing": timing, "carried_from": source,
+            "rederived": {"old_median_s": raw["timing"]["median_s"],
+                          "rule": "max(wall_median_s, busy_median_s)",
+                          "approximate": ["p10_s", "p90_s", "mean_s", "rse"]}}
 
 
 def stored_summary(state: Path, like: dict[str, Any]) -> dict[str, Any]:
@@ -247,6 +283,7 @@ def summary(release: Any, seconds: float, resumed: bool) -> dict[str, Any]:
                 r.launch_method for r in results if r.launch_method).items())),
             "carried_from": next((r.raw["carried_from"] for r in results
                                   if r.raw.get("carried_from")), None),
+            "rederived": sum(bool(r.raw.get("rederived")) for r in results),
             "error": job.error[:300]}
     score = SubmissionScore.objects.filter(submission=submission,
                                            weight_set__active=True).first()
@@ -285,13 +322,24 @@ def render(report: dict[str, Any], previous: dict[str, Any] | None = None) -> st
              f"{len(operators)} operator jobs ended; S_op and S_agg as the "
              "portal stores them for the baseline row, one submission (a failed shape scores 0; "
              "fallbacks count for a baseline). The scored time is the device span of one "
-             "forward in either launch mode.", ""]
-    if carried:
-        lines += [f"{len(carried)} operators were graph-captured on every shape in the run of "
-                  f"{carried_release(operators)}: their scored time, the span of the replay, is "
-                  "what the timing definition still scores, so their stored results were "
+             "forward in either launch mode." + (
+                 f" Nothing was evaluated in this run: the portal stored and scored the carried "
+                 f"results on {report['derived_on']}." if report.get("derived_on") else ""), ""]
+    rederived = [name for name, op in operators.items() if op.get("rederived")]
+    graph_carried = [name for name in carried if name not in rederived]
+    if graph_carried:
+        lines += [f"{len(graph_carried)} operators were graph-captured on every shape in the run "
+                  f"of {carried_release(operators)}: their scored time, the span of the replay, "
+                  "is what the timing definition still scores, so their stored results were "
                   "reported to the portal again (`--carry-from`) instead of evaluated again; "
                   "\"how\" says which.", ""]
+    if rederived:
+        shapes_rederived = sum(operators[name]["rederived"] for name in rederived)
+        lines += [f"{len(rederived)} eager operators ({shapes_rederived} shapes) were re-derived "
+                  "from the same run (`--rederive-eager`): each shape's scored median is its "
+                  "stored uninstrumented event-time median raised to its profiled busy time, "
+                  "the rule without the old upper bound (the profiled span of other calls); "
+                  "the portal stored and scored them as reports.", ""]
     header = "| operator | weight | shapes | passed | timed | launched | S_op | how |"
     rule = "| --- | ---: | ---: | ---: | ---: | --- | ---: | --- |"
     if previous is not None:
@@ -299,7 +347,8 @@ def render(report: dict[str, Any], previous: dict[str, Any] | None = None) -> st
     lines += [header, rule]
     for name, op in sorted(operators.items(), key=lambda kv: -weights.get(kv[0], 0.0)):
         s_op = by_operator.get(name) if op["status"] not in ("queued", "running") else None
-        how = "carried over" if op.get("carried_from") else f"evaluated {report['date']}"
+        how = f"re-derived ({op['rederived']} shapes)" if op.get("rederived") else \
+            "carried over" if op.get("carried_from") else f"evaluated {report['date']}"
         row = (f"| {name} | {weights.get(name, 0.0):.3f} | {op['shapes_total']} | "
                f"{op['passed']} | {op['timed']} | {op.get('launched') or '–'} | "
                f"{s_op_text(s_op)} | {how if op['status'] == 'scored' else op['status']} |")
@@ -360,6 +409,14 @@ def main() -> int:
     parser.add_argument("--carry-from", type=Path, metavar="OLD_DB",
                         help="first run: an earlier run's database whose graph-timed results of "
                              "unchanged operators are stored instead of evaluated again")
+    parser.add_argument("--rederive-eager", action="store_true",
+                        help="with --carry-from: carry eager operators too, their scored time "
+                             "re-derived from the stored event and busy times (rederived())")
+    parser.add_argument("--evaluate-again", default="", metavar="OP,OP",
+                        help="with --carry-from: operators evaluated again, never carried")
+    parser.add_argument("--measured-on", type=Path, metavar="RUN_JSON",
+                        help="with --carry-from and nothing evaluated: the device and torch of "
+                             "the run whose results were carried (its JSON)")
     parser.add_argument("--render", type=Path, help="the JSON of a run: write its doc section")
     parser.add_argument("--previous", type=Path, metavar="RUN_JSON",
                         help="with --render: an earlier run's JSON, its S_op shown beside")
@@ -382,6 +439,10 @@ def main() -> int:
     if args.state is None or (args.release is None and not (args.state / "db.sqlite3").exists()):
         parser.error("--state, and --release for a first run")
     report = run(args)
+    if args.measured_on is not None:  # re-derived here from a GPU run's stored results
+        like = json.loads(args.measured_on.read_text())
+        report.update(device=like["device"], torch=like["torch"],
+                      derived_on=f"{report['device']} (torch {report['torch']})")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1, default=str) + "\n")
     print(render(report))

@@ -10,17 +10,19 @@ from django.db.models import F
 
 from submissions.models import ShapeResult, Submission
 
-STATIC_KEYS = ("gpu", "driver", "cuda", "torch", "dsl", "dsl_version")
+STATIC_KEYS = ("gpu", "host_cpu", "driver", "cuda", "torch", "dsl", "dsl_version")
 NOT_RECORDED = "environment not recorded"
 MAX_CHARS = 500
 
 
 def environment_text(environment: dict[str, Any] | None, clocks: bool = True) -> str:
-    """"NVIDIA H200 · driver 580.159.04 · CUDA 13.0 · torch 2.11.0 · triton 3.6.0 · SM
+    """"NVIDIA H200 · host Intel(R) Xeon(R) … · driver 580.159.04 · CUDA 13.0 · torch 2.11.0 · triton 3.6.0 · SM
     1980→1980 MHz, memory 3201→3201 MHz" (clocks before and after the timing stage)."""
     if not environment:
         return NOT_RECORDED
     parts = [str(environment.get("gpu") or "CPU")]
+    if environment.get("host_cpu"):
+        parts.append(f"host {environment['host_cpu']}")
     for label, key in (("driver", "driver"), ("CUDA", "cuda"), ("torch", "torch")):
         if environment.get(key):
             parts.append(f"{label} {environment[key]}")

@@ -21,7 +21,9 @@ NVML_SUCCESS = 0
 
 
 def describe(device: torch.device, dsl: str) -> dict[str, Any]:
-    """What does not change during an evaluation: the GPU, driver, CUDA, torch and DSL."""
+    """What does not change during an evaluation: the GPU, driver, CUDA, torch and DSL, and
+    the host's CPU (an eager forward's scored time holds the host's launch gaps: host-bound
+    references scored up to 1.9x apart on two H200 hosts, docs/baselines.md)."""
     cuda = device.type == "cuda"
     return {
         "gpu": torch.cuda.get_device_name(device) if cuda else None,
@@ -29,9 +31,22 @@ def describe(device: torch.device, dsl: str) -> dict[str, Any]:
         "cuda": torch.version.cuda if cuda else None,
         "torch": torch.__version__,
         "python": platform.python_version(),
+        "host_cpu": host_cpu(),
         "dsl": dsl,
         "dsl_version": dsl_version(dsl),
     }
+
+
+def host_cpu() -> str | None:
+    """The host CPU's model name (/proc/cpuinfo on Linux), None where it cannot be read."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            for line in cpuinfo:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()[:120] or None
+    except OSError:
+        pass
+    return platform.processor()[:120] or None
 
 
 def dsl_version(dsl: str) -> str | None:

@@ -39,4 +39,6 @@ class Model(torch.nn.Module):
 
     def forward(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         rows = max(64 * x.shape[0], (256 * 2**20) // (x.shape[1] * x.element_size()))
-        return torch.zeros(rows, x.shape[1], dtype=x.dtype)
+        # on the inputs' device: a GPU host's parent checks the device first, and the bomb
+        # must reach the layout check
+        return torch.zeros(rows, x.shape[1], dtype=x.dtype, device=x.device)
