@@ -16,8 +16,9 @@ MAX_CHARS = 500
 
 
 def environment_text(environment: dict[str, Any] | None, clocks: bool = True) -> str:
-    """"NVIDIA H200 · host Intel(R) Xeon(R) … · driver 580.159.04 · CUDA 13.0 · torch 2.11.0 · triton 3.6.0 · SM
-    1980→1980 MHz, memory 3201→3201 MHz" (clocks before and after the timing stage)."""
+    """"NVIDIA H200 · host Intel(R) Xeon(R) … · driver 580.159.04 · CUDA 13.0 · torch 2.11.0 ·
+    triton 3.6.0 · SM 1980→1980 MHz, memory 3201→3201 MHz" (clocks before and after the
+    timing stage)."""
     if not environment:
         return NOT_RECORDED
     parts = [str(environment.get("gpu") or "CPU")]
