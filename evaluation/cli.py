@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .harness.dsl import KNOWN_DSLS
 from .harness.evaluate import EvaluationJob, EvaluationSettings, apply_roofline, evaluate
 from .harness.release import (
     HardwareProfile,
@@ -47,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--shapes", default=None,
                      help="comma-separated shape ids or globs (default: all)")
     run.add_argument("--json", type=Path, default=None, help="write the result JSON here")
+    run.add_argument("--dsl", default=None, choices=KNOWN_DSLS,
+                     help="the candidate's DSL (default: the release's first accepted one)")
     run.add_argument("--device", choices=("cuda", "cpu"), default=None)
     run.add_argument("--trials", type=int, default=5)
     run.add_argument("--timeout", type=float, default=300.0,
@@ -101,7 +104,7 @@ def _evaluate(args: argparse.Namespace, console: Console) -> int:
     hardware = _hardware(release.hardware, args.hardware, operator.roofline is not None)
     job = EvaluationJob(
         operator=operator.public, candidate_source=args.candidate.read_text(encoding="utf-8"),
-        tolerance=operator.tolerance, shape_ids=shape_ids, dsl=release.settings.dsl,
+        tolerance=operator.tolerance, shape_ids=shape_ids, dsl=args.dsl or release.settings.dsl,
         dsl_ratio_threshold=release.settings.dsl_ratio_threshold,
         masked_paths=(release.root,) if release.has_hidden_files else (),
     )

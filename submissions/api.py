@@ -266,8 +266,11 @@ class QuotaApi(APIView):
 
 class KernelOut(serializers.Serializer[Any]):
     name = serializers.CharField()
-    category = serializers.CharField(help_text="dsl (the candidate's own), torch, vendor or "
-                                     "compiled")
+    category = serializers.CharField(help_text="dsl (the candidate's own, in its declared "
+                                     "DSL), other-dsl (its own, in another DSL), torch, vendor "
+                                     "or compiled")
+    dsl = serializers.CharField(allow_null=True, required=False,
+                                help_text="for other-dsl: the DSL the kernel is written in")
     launches = serializers.IntegerField(allow_null=True)
     device_time_s = serializers.FloatField(allow_null=True)
     share = serializers.FloatField(allow_null=True, help_text="of the observed forward's device "

@@ -126,7 +126,7 @@ def kernels_of(adoption: dict[str, Any]) -> tuple[list[dict[str, Any]], float | 
         if own:
             own_s = float(by_category.get("dsl", 0.0)) if timed else None
             rows.append({"name": ", ".join(own), "category": "dsl", "launches": None,
-                         "device_time_s": own_s})
+                         "device_time_s": own_s, "dsl": None})
         rows.sort(key=lambda r: -(r["device_time_s"] or 0.0))
     for row in rows:
         row["share"] = (row["device_time_s"] / total
@@ -138,7 +138,8 @@ def _kernel_row(kernel: dict[str, Any]) -> dict[str, Any]:
     time_us = kernel.get("device_time_us")
     return {"name": str(kernel.get("name", "")), "category": str(kernel.get("category", "")),
             "launches": int(kernel["count"]) if isinstance(kernel.get("count"), int) else None,
-            "device_time_s": float(time_us) * 1e-6 if isinstance(time_us, int | float) else None}
+            "device_time_s": float(time_us) * 1e-6 if isinstance(time_us, int | float) else None,
+            "dsl": str(kernel["dsl"]) if kernel.get("dsl") else None}
 
 
 def achieved(row: dict[str, Any], roofline: ShapeRoofline | None,

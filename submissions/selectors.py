@@ -153,7 +153,8 @@ def _fallback_evidence(adoption: Any) -> dict[str, Any]:
     kernels (name, category, launches; device time on a GPU) and aten compute ops."""
     adoption = adoption if isinstance(adoption, dict) else {}
     kernels = [{"name": str(k.get("name", "")), "category": str(k.get("category", "")),
-                "count": int(k.get("count") or 0)}
+                "count": int(k.get("count") or 0),
+                **({"dsl": str(k["dsl"])} if k.get("dsl") else {})}
                for k in adoption.get("foreign_kernels") or [] if isinstance(k, dict)]
     ops = adoption.get("aten_compute_ops") or {}
     return {"foreign_kernels": kernels,
@@ -313,7 +314,8 @@ def _evidence(result: ShapeResult) -> dict[str, Any]:
         "method": result.launch_method, "verdict": result.verdict,
         "dsl_ratio": result.dsl_ratio,
         "dsl_kernels": list(adoption.get("dsl_kernels") or []),
-        "foreign_kernels": [f"{k.get('name')} ({k.get('category')})"
+        "foreign_kernels": [f"{k.get('name')} ("
+                            f"{'other DSL: ' + str(k['dsl']) if k.get('dsl') else k.get('category')})"
                             for k in adoption.get("foreign_kernels") or []],
         "checks": checks, "decision": None,
     }

@@ -18,14 +18,20 @@ MIXED = "mixed"
 FALLBACK_TORCH = "fallback-torch"
 FALLBACK_VENDOR = "fallback-vendor"
 FALLBACK_COMPILED = "fallback-compiled"
-VERDICTS = (NATIVE, MIXED, FALLBACK_TORCH, FALLBACK_VENDOR, FALLBACK_COMPILED)
+FALLBACK_OTHER_DSL = "fallback-other-dsl"  # the work ran in a DSL other than the declared one
+VERDICTS = (NATIVE, MIXED, FALLBACK_TORCH, FALLBACK_VENDOR, FALLBACK_COMPILED,
+            FALLBACK_OTHER_DSL)
 
 OWN = "dsl"
 TORCH = "torch"
 VENDOR = "vendor"
 COMPILED = "compiled"
+OTHER_DSL = "other-dsl"
 KERNEL_NAME_CHARS = 160  # demangled template names run to kilobytes
-_FALLBACK_BY_CATEGORY = {TORCH: FALLBACK_TORCH, VENDOR: FALLBACK_VENDOR, COMPILED: FALLBACK_COMPILED}
+_FALLBACK_BY_CATEGORY = {TORCH: FALLBACK_TORCH, VENDOR: FALLBACK_VENDOR, COMPILED: FALLBACK_COMPILED,
+                         OTHER_DSL: FALLBACK_OTHER_DSL}
+# CuTe DSL names every kernel it emits so (dsl.CuteAdapter): known without importing it
+_CUTE_DSL_PATTERN = re.compile(r"^kernel_cutlass_")
 
 _VENDOR_PATTERN = re.compile(
     r"cublas|nvjet|cutlass|cudnn|xmma|gemm|gemv|flash|fmha|nccl|cusparse|cufft|curand|"
@@ -65,6 +71,10 @@ class AdoptionEvidence:
     dsl_launch_count: int
     compiled_frames: int  # torch.compile frames compiled since the candidate was loaded
     device_timed: bool
+    dsl: str = "triton"  # the declared DSL
+    # kernels of another DSL launched from the candidate's own source: name -> that DSL
+    other_dsl_kernels: Mapping[str, str] = field(default_factory=dict)
+    other_dsl_launch_count: int = 0
 
 
 @dataclass(frozen=True)
@@ -82,9 +92,13 @@ class AdoptionReport:
     kernels: tuple[dict[str, object], ...] = field(default_factory=tuple)
 
 
-def classify_kernel(name: str, own_dsl_kernels: Iterable[str]) -> str:
+def classify_kernel(name: str, own_dsl_kernels: Iterable[str],
+                    other_dsl_kernels: Mapping[str, str] | None = None,
+                    dsl: str = "triton") -> str:
     if name in set(own_dsl_kernels):
         return OWN
+    if name in (other_dsl_kernels or {}) or (dsl != "cute" and _CUTE_DSL_PATTERN.search(name)):
+        return OTHER_DSL
     if _INDUCTOR_PATTERN.search(name):
         return COMPILED
     if _VENDOR_PATTERN.search(name):
@@ -112,12 +126,19 @@ def adoption_report(evidence: AdoptionEvidence, threshold: float) -> AdoptionRep
     else:
         by_category = _launch_count_shares(evidence, compute_ops)
         foreign = tuple({"name": op, "category": TORCH, "count": n} for op, n in compute_ops.items())
+        foreign += tuple({"name": name, "category": OTHER_DSL, "dsl": dsl, "count": 1}
+                         for name, dsl in sorted(evidence.other_dsl_kernels.items()))
         method = "launch-count"
     total = sum(by_category.values())
     ratio = by_category.get(OWN, 0.0) / total if total > 0 else 0.0
     notes = []
     if total == 0:
         notes.append("no device work and no DSL launch observed")
+    other = sorted(set(evidence.other_dsl_kernels.values()) | (
+        {"cute"} if any(k["category"] == OTHER_DSL and str(k["name"]) not in
+                        evidence.other_dsl_kernels for k in kernels) else set()))
+    if other:
+        notes.append(f"other DSL: {', '.join(other)} (declared: {evidence.dsl})")
     return AdoptionReport(
         dsl_ratio=ratio,
         verdict=verdict(ratio, by_category, threshold),
@@ -139,8 +160,9 @@ def verdict(ratio: float, by_category: Mapping[str, float], threshold: float) ->
     foreign = {c: t for c, t in by_category.items() if c != OWN and t > 0}
     if not foreign:
         return FALLBACK_TORCH
-    # Ties go to the more specific fallback (compiled, then vendor) rather than torch.
-    order = (COMPILED, VENDOR, TORCH)
+    # Ties go to the more specific fallback (another DSL, compiled, then vendor) rather
+    # than torch.
+    order = (OTHER_DSL, COMPILED, VENDOR, TORCH)
     dominant = max(foreign, key=lambda c: (foreign[c], -order.index(c)))
     return _FALLBACK_BY_CATEGORY[dominant]
 
@@ -155,7 +177,8 @@ def _device_time_shares(
     counts: dict[str, int] = {}
     categories: dict[str, str] = {}
     for record in evidence.kernels:
-        category = classify_kernel(record.name, evidence.dsl_kernel_names)
+        category = classify_kernel(record.name, evidence.dsl_kernel_names,
+                                   evidence.other_dsl_kernels, evidence.dsl)
         by_category[category] = by_category.get(category, 0.0) + record.device_time_s
         name = record.name[:KERNEL_NAME_CHARS]
         times[name] = times.get(name, 0.0) + record.device_time_s
@@ -163,7 +186,9 @@ def _device_time_shares(
         categories[name] = category
     kernels = tuple(
         {"name": name, "category": categories[name], "count": counts[name],
-         "device_time_us": times[name] * 1e6}
+         "device_time_us": times[name] * 1e6,
+         **({"dsl": evidence.other_dsl_kernels.get(name, "cute")}
+            if categories[name] == OTHER_DSL else {})}
         for name in sorted(times, key=lambda n: -times[n])
     )
     return by_category, kernels
@@ -175,5 +200,6 @@ def _launch_count_shares(evidence: AdoptionEvidence, compute_ops: Mapping[str, i
         OWN: float(evidence.dsl_launch_count),
         TORCH: float(sum(compute_ops.values())),
         COMPILED: float(len(evidence.foreign_dsl_launches) + evidence.compiled_frames),
+        OTHER_DSL: float(evidence.other_dsl_launch_count),
     }
     return {k: v for k, v in shares.items() if v > 0}

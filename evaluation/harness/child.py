@@ -30,7 +30,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .compare import as_output_dict
 from .device_memory import release_cached_memory
-from .dsl import DslAdapter, LaunchRecorder, adapter_for, launch_names
+from .dsl import DslAdapter, LaunchRecorder, adapter_for, credit_compiled, launch_names
 from .integrity import Fingerprint, changed, fingerprint
 from .operator_files import (
     candidate_model_class,
@@ -87,7 +87,8 @@ class ChildRuntime:
         self.workdir = workdir
         self.events = events
         self.device = torch.device("cuda" if os.environ.get("ATREX_DEVICE") == "cuda" else "cpu")
-        self.adapter: DslAdapter = adapter_for(os.environ.get("ATREX_DSL", "triton"))
+        self.dsl = os.environ.get("ATREX_DSL", "triton")
+        self.adapter: DslAdapter = adapter_for(self.dsl)
         self.candidate_path = workdir / "candidate.py"
         self.input_module: ModuleType | None = None  # set by `bind`
         self.candidate: ModuleType | None = None
@@ -100,6 +101,9 @@ class ChildRuntime:
         self.guarded: Fingerprint | None = None  # taken before the candidate is imported
         self._events_at_bind: TextIO = events
         self._threads_at_bind: set[int | None] = set()
+
+    def _recorder(self) -> LaunchRecorder:
+        return LaunchRecorder(own_files=frozenset({str(self.candidate_path)}), dsl=self.dsl)
 
     def warm_up(self) -> None:
         """Pay one-time start-up costs before any candidate is known.
@@ -265,7 +269,7 @@ class ChildRuntime:
                 yield
             names.update(name for name, _, _ in device_records(prof))
         else:
-            launches = LaunchRecorder(own_files=frozenset({str(self.candidate_path)}))
+            launches = self._recorder()
             with self.adapter.recording(launches):
                 yield
             names.update(launch_names(launches))
@@ -294,7 +298,7 @@ class ChildRuntime:
         inputs = make_inputs(self._inputs(), request["input_kwargs"], request["seed"], self.device)
         _reseed()
         before = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
-        launches = LaunchRecorder(own_files=frozenset({str(self.candidate_path)}))
+        launches = self._recorder()
         kernels: list[tuple[str, float]] = []
         if self.device.type == "cuda":
             # The profiler sees both device kernels and aten ops. No dispatch mode here:
@@ -308,6 +312,7 @@ class ChildRuntime:
                 torch.cuda.synchronize()
             kernels = [(name, (end - start) * 1e-9) for name, start, end in device_records(prof)]
             names = {name for name, _ in kernels}
+            credit_compiled(launches, self.adapter.compiled_kernels(), names)
             aten_ops = _profiled_aten_ops(prof)
         else:
             # The CPU has no device records: aten ops dispatched outside DSL launches are the
@@ -324,6 +329,8 @@ class ChildRuntime:
             "call": call,
             "dsl_kernel_names": sorted(launches.own_kernels),
             "foreign_dsl_launches": launches.foreign_launches,
+            "other_dsl_kernels": launches.other_dsl_kernels,
+            "other_dsl_launch_count": launches.other_dsl_launches,
             "kernels": kernels,
             "kernel_names": sorted(names),
             "aten_ops": aten_ops,
@@ -371,7 +378,7 @@ class ChildRuntime:
         else:
             for inputs in sets:  # the warm-up calls a GPU run makes before timing
                 forward(inputs)
-            launches = LaunchRecorder(own_files=frozenset({str(self.candidate_path)}))
+            launches = self._recorder()
             for sample in range(settings.unmeasured_calls):
                 index = sample % len(sets)
                 seed, before = fresh.refill(index)

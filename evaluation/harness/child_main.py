@@ -10,6 +10,9 @@ import sys
 from pathlib import Path
 
 sys.path[0] = str(Path(__file__).resolve().parents[2])
+# DSL packages the worker found outside site-packages (jail.dsl_package_paths), exposed
+# read-only to this process
+sys.path += [p for p in os.environ.pop("ATREX_CHILD_SYS_PATH", "").split(os.pathsep) if p]
 
 if os.environ.pop("ATREX_SYSCALL_FILTER", "") == "1":
     # First, before torch or the candidate: every later thread and process inherits it.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import importlib.metadata
 import platform
 from typing import Any
 
@@ -51,6 +52,11 @@ def host_cpu() -> str | None:
 
 def dsl_version(dsl: str) -> str | None:
     """The installed version of the package a DSL comes from (Gluon ships inside Triton)."""
+    if dsl == "cute":  # read from its metadata: importing CuTe DSL takes a second
+        try:
+            return importlib.metadata.version("nvidia-cutlass-dsl")
+        except importlib.metadata.PackageNotFoundError:
+            return None
     module = {"triton": "triton", "gluon": "triton"}.get(dsl)
     if module is None:
         return None

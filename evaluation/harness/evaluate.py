@@ -446,6 +446,10 @@ class _ShapeRun:
                 dsl_launch_count=int(done["dsl_launch_count"]),
                 compiled_frames=int(done["compiled_frames"]),
                 device_timed=bool(done["device_timed"]),
+                dsl=self.job.dsl,
+                other_dsl_kernels={str(k): str(v) for k, v in
+                                   dict(done.get("other_dsl_kernels") or {}).items()},
+                other_dsl_launch_count=int(done.get("other_dsl_launch_count") or 0),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CandidateError("adoption", "the result channel sent a malformed adoption "

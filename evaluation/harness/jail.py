@@ -27,6 +27,7 @@ Imports no Django.
 
 from __future__ import annotations
 
+import importlib.util
 import shlex
 import site
 import sys
@@ -77,7 +78,37 @@ def python_install() -> list[Path]:
         location = getattr(module, "__file__", None)
         if location:  # a package imported from outside the prefixes (PYTHONPATH) is needed too
             paths.add(str(Path(location).resolve().parents[1]))
+    for bound, _ in dsl_package_paths():
+        paths.add(str(bound))
     return sorted({Path(p) for p in paths if p and Path(p).is_dir()}, key=str)
+
+
+# DSL packages a GPU host may install outside site-packages (`pip install --target DIR`):
+# top-level package -> how many folders above its own the install's root is (CuTe DSL keeps
+# its shared libraries in nvidia_cutlass_dsl/lib, beside python_packages/cutlass).
+DSL_PACKAGES = {"cutlass": 2}
+
+
+def dsl_package_paths() -> list[tuple[Path, Path]]:
+    """(folder to expose read-only, folder for the child's sys.path) for each DSL package the
+    worker's interpreter can import from outside its own prefixes and site-packages: the
+    child runs `python -I`, which sees neither PYTHONPATH nor .pth files of such folders.
+    Found without importing the package."""
+    inside = [Path(p).resolve() for p in
+              (sys.prefix, sys.base_prefix, *site.getsitepackages()) if p]
+    found = []
+    for name, depth in DSL_PACKAGES.items():
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is None or not spec.origin:
+            continue
+        package = Path(spec.origin).resolve().parent
+        if any(_under(package, folder) for folder in inside):
+            continue
+        found.append((package.parents[depth - 1], package.parent))
+    return found
 
 
 def _under(path: Path, folder: Path) -> bool:

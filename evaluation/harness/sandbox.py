@@ -590,6 +590,9 @@ class ChildProcess:
             # threads and worker processes, which the child refuses in any candidate.
             "TORCHINDUCTOR_COMPILE_THREADS": "1",
         })
+        extra = [str(path) for _, path in jail.dsl_package_paths()]
+        if extra:  # child_main.py puts them on sys.path (python -I ignores PYTHONPATH)
+            env["ATREX_CHILD_SYS_PATH"] = os.pathsep.join(extra)
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
         else:

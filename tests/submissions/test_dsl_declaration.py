@@ -54,7 +54,7 @@ def create(release: Release, filename: str, data: bytes, dsl: str = "") -> Submi
 
 def test_a_release_without_a_list_accepts_the_dsls_the_evaluator_supports(
         dev_release: Release) -> None:
-    assert dev_release.accepted_dsls() == SUPPORTED_DSLS == ("triton",)
+    assert dev_release.accepted_dsls() == SUPPORTED_DSLS == ("triton", "gluon", "cute")
 
 
 def test_the_public_layout_accepts_every_dsl_the_evaluator_supports() -> None:
@@ -127,14 +127,16 @@ def test_the_api_and_the_page_take_and_show_the_declared_dsl(every_dsl: Release,
 
 def test_an_admin_sets_the_accepted_dsls_and_the_audit_log_keeps_it(dev_release: Release) -> None:
     out = io.StringIO()
-    call_command("release_dsls", str(dev_release.pk), "--set", "cute,triton",
+    call_command("release_dsls", str(dev_release.pk), "--set", "cute,triton,flydsl",
                  "--note", "CuTe first for this round", stdout=out)
     dev_release.refresh_from_db()
-    assert dev_release.accepted_dsls() == ("cute", "triton")
+    assert dev_release.accepted_dsls() == ("cute", "triton", "flydsl")
     entry = AuditEntry.objects.get(action="release.dsls")
-    assert entry.before == {"dsls": ["triton"]}
-    assert "no adapter for cute yet" in out.getvalue()
-    assert entry.after == {"dsls": ["cute", "triton"], "note": "CuTe first for this round"}
+    assert entry.before == {"dsls": ["triton", "gluon", "cute"]}
+    assert "no adapter for flydsl yet" in out.getvalue()
+    assert "for cute" not in out.getvalue()
+    assert entry.after == {"dsls": ["cute", "triton", "flydsl"],
+                           "note": "CuTe first for this round"}
     with pytest.raises(CommandError, match="name each DSL once"):
         call_command("release_dsls", str(dev_release.pk), "--set", "cute,rust", "--note", "x")
     with pytest.raises(CommandError, match="--note is required"):
@@ -155,7 +157,7 @@ def test_a_release_file_naming_an_unknown_dsl_is_refused(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(("dsl", "reason"), [
     ("gluon", "this host cannot evaluate Gluon: its kernels need a GPU"),
-    ("cute", "this host cannot evaluate CuTe DSL: nvidia-cutlass-dsl is not installed here"),
+    ("cute", "this host cannot evaluate CuTe DSL: its kernels need an NVIDIA GPU"),
 ])
 def test_a_host_that_cannot_evaluate_the_dsl_says_so_for_the_job(dsl: str, reason: str) -> None:
     from evaluation.harness.evaluate import EvaluationSettings
