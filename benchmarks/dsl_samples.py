@@ -132,7 +132,8 @@ def judge(case: Case, outcome: dict[str, Any]) -> tuple[bool, str]:
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    lines = ["| case | DSL | expected | shapes | verdicts | DSL ratio | scored µs | attainment | as expected |",
+    lines = ["| case | DSL | expected | shapes | verdicts | DSL ratio | scored µs | attainment | "
+             "as expected |",
              "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | --- |"]
     for row in rows:
         shapes = row["outcome"].get("shapes") or []
