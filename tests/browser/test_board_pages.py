@@ -155,3 +155,31 @@ def test_a_board_shows_three_dsls_side_by_side_filterable_with_their_rates(page:
     assert board_teams(page) == ["Green"] and "dsl=cute" in page.url
     page.locator("#dsl-filter").get_by_role("link", name="every DSL").click()
     expect(page.locator("#board tr:not(.baseline)")).to_have_count(4)  # header + 3 teams
+
+
+def test_a_first_visit_sees_the_recorded_h200_results_in_three_dsls(page: Page) -> None:
+    """The embedded default's fixture board, as setup_demo leaves it: the sample candidates'
+    results recorded on an H200 (leaderboard/demo.py), one team per DSL and the shortcuts."""
+    import io
+
+    from django.core.management import call_command
+
+    from evaluation.catalog.models import Release
+
+    call_command("setup_demo", stdout=io.StringIO())
+    release = Release.objects.get(name="atrex-fixture")
+    page.goto(f"/boards/{release.pk}/H200/")
+    dsl_cells = page.locator("#board tr:not(.baseline) td:nth-child(4)").all_inner_texts()
+    rows = dict(zip(board_teams(page), dsl_cells, strict=True))
+    assert {team: rows[team] for team in ("Triton samples", "Gluon samples",
+                                          "CuTe DSL samples")} == {
+        "Triton samples": "triton", "Gluon samples": "gluon", "CuTe DSL samples": "cute"}
+    expect(page.locator("#dsl-rates-table tr[data-dsl]")).to_have_count(3)
+    # CuTe DSL: five files correct, three of them native (a torch.matmul and a Triton file not)
+    expect(page.locator('#dsl-rates-table tr[data-dsl="cute"]')).to_contain_text("1.000")
+    expect(page.locator('#dsl-rates-table tr[data-dsl="cute"] td').nth(4)).to_contain_text(
+        "0.600")
+    screenshot(page, "board-recorded-dsls")
+    page.locator("#dsl-filter").get_by_role("link", name="Gluon").click()
+    expect(page.locator("#dsl-filter strong")).to_have_text("Gluon")
+    assert sorted(board_teams(page)) == ["Gluon samples", "Shortcut samples"]

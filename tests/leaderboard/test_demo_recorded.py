@@ -1,0 +1,82 @@
+"""The embedded default's boards hold the sample candidates' recorded H200 results in each
+DSL (leaderboard/demo.py), stored and scored as the portal stores any job's report."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from evaluation.catalog.models import Release
+from leaderboard.demo import RECORDED
+from submissions.models import ShapeResult
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def fixture_release() -> Release:
+    call_command("setup_demo", stdout=io.StringIO())
+    return Release.objects.get(name="atrex-fixture")
+
+
+def board(release: Release, query: str = "") -> dict[str, Any]:
+    reply = Client().get(f"/api/boards/{release.pk}/H200/{query}")
+    assert reply.status_code == 200, reply.content
+    data: dict[str, Any] = reply.json()
+    return data
+
+
+def test_a_first_visit_sees_teams_in_three_dsls_ranked_from_recorded_results(
+        fixture_release: Release) -> None:
+    rows = {r["team"]: r for r in board(fixture_release)["rows"]}
+    assert {name: r["dsl"] for name, r in rows.items() if name != "Shortcut samples"} == {
+        "Triton samples": "triton", "Gluon samples": "gluon", "CuTe DSL samples": "cute"}
+    honest = [r for name, r in rows.items() if name != "Shortcut samples"]
+    assert all(r["aggregate"] > 0 for r in honest)
+    # mixed and fallback shapes score 0 on a ranked board: the shortcuts gain nothing
+    assert rows["Shortcut samples"]["aggregate"] == 0
+    assert "fallback" in rows["Shortcut samples"]["badges"]
+    assert {r["team"] for r in board(fixture_release, "?dsl=gluon")["rows"]} == {
+        "Gluon samples", "Shortcut samples"}
+
+
+def test_the_dishonest_samples_are_correct_but_not_adopted(fixture_release: Release) -> None:
+    rates = {r["dsl"]: r for r in board(fixture_release)["dsl_rates"]}
+    assert set(rates) == {"triton", "gluon", "cute"}
+    # the Shortcut team's CuTe DSL files (torch.matmul; a Triton file) were correct, not native
+    assert rates["cute"]["correctness_rate"] == 1.0
+    assert rates["cute"]["adoption_rate"] == pytest.approx(3 / 5)
+    assert rates["triton"]["adoption_rate"] == 1.0
+
+
+def test_the_portal_computes_the_same_attainment_the_gpu_run_reported(
+        fixture_release: Release) -> None:
+    recorded = {(row["sample"], s["shape"]): s["attainment"] for path in RECORDED
+                for row in json.loads(path.read_text()) if row.get("sample")
+                for s in row["outcome"].get("shapes") or []}
+    stored = (ShapeResult.objects.filter(job__candidate__submission__release=fixture_release)
+              .select_related("shape", "job__candidate__operator"))
+    assert stored.count() == 20  # ten cases, two shapes each
+    for result in stored:
+        assert result.raw["recorded_from"].startswith("benchmarks/results/h200-2026-12-02/")
+        sample = next(name for name, shape in recorded if shape == result.shape.shape_id
+                      and name.startswith(result.job.candidate.operator.name))
+        assert sample
+    by_sample = {(r.job.candidate.dsl, r.job.candidate.operator.name, r.shape.shape_id):
+                 r.attainment for r in stored}
+    assert by_sample[("cute", "rms_norm", "llama8b-prefill-t4096-h4096")] == pytest.approx(
+        recorded[("rms_norm/cute_native.py", "llama8b-prefill-t4096-h4096")], rel=1e-9)
+    assert by_sample[("gluon", "gemm_fp16", "llama8b-decode-qkv-m1-n6144-k4096")] == \
+        pytest.approx(recorded[("gemm_fp16/gluon_native.py",
+                                "llama8b-decode-qkv-m1-n6144-k4096")], rel=1e-9)
+
+
+def test_setting_up_again_adds_nothing(fixture_release: Release) -> None:
+    before = ShapeResult.objects.count()
+    call_command("setup_demo", stdout=io.StringIO())
+    assert ShapeResult.objects.count() == before
