@@ -25,6 +25,14 @@ NUMBER_COLUMNS = ("aggregate", "memory", "compute", "prefill", "decode", "unweig
                   "correctness_rate", "dsl_adoption_rate")
 COLUMNS = ("rank", "team", "submission", "dsl", *NUMBER_COLUMNS, "output_tokens", "agent",
            "model", "date", "badges")
+# What the page's headers say (the exports keep the keys above, which the legend explains).
+COLUMN_LABELS = {
+    "rank": "Rank", "team": "Team", "submission": "Sub\u00admission", "dsl": "DSL",
+    "aggregate": "S_agg", "memory": "Memory-bound", "compute": "Compute-bound",
+    "prefill": "Prefill", "decode": "Decode", "unweighted_mean": "Mean S_op, un\u00adweighted",
+    "correctness_rate": "Correct shapes", "dsl_adoption_rate": "Native shapes",
+    "output_tokens": "Output to\u00adkens", "agent": "Agent", "model": "Model", "date": "Date",
+    "badges": "Notes"}
 # The exports also say what each row was measured with (the page names it above the table).
 EXPORT_COLUMNS = (*COLUMNS, "environment")
 # The boards of one release and hardware: each ranks teams by one of the stored scores.

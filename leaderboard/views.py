@@ -33,7 +33,7 @@ from leaderboard.forms import (
     first_problem,
 )
 from leaderboard.scoring import WeightError
-from leaderboard.selectors import BOARDS, COLUMNS, NUMBER_COLUMNS
+from leaderboard.selectors import BOARDS, COLUMN_LABELS, COLUMNS, NUMBER_COLUMNS
 from leaderboard.services import (
     arithmetic_intensity,
     board_freeze_set,
@@ -59,9 +59,15 @@ class Cell(NamedTuple):
     num: bool
     badges: list[tuple[str, str]]  # (css class, label)
     title: str = ""  # shown on hover: the submission's environment
+    label: str = ""  # its column's header: the phone layout shows it beside the value
 
 
 def _cells(row: dict[str, Any], baseline: bool = False) -> list[Cell]:
+    return [cell._replace(label=COLUMN_LABELS[column])
+            for column, cell in zip(COLUMNS, _values(row, baseline), strict=True)]
+
+
+def _values(row: dict[str, Any], baseline: bool) -> list[Cell]:
     cells = []
     for column in COLUMNS:
         value, num = row.get(column), column in NUMBER_COLUMNS
@@ -97,7 +103,8 @@ def board_page(request: HtmxRequest, pk: int, hardware: str,
             "page": page, "table": [_cells(row) for row in page.object_list],
             "environments": sorted({str(r["environment"]) for r in shown if r.get("environment")}),
             "baseline_table": [_cells(row, baseline=True) for row in data["baselines"]],
-            "columns": COLUMNS, "number_columns": NUMBER_COLUMNS, "sort": sort,
+            "columns": [(c, COLUMN_LABELS[c]) for c in COLUMNS],
+            "number_columns": NUMBER_COLUMNS, "sort": sort,
             "query": query.urlencode()})
 
     table_html = derived_cache.remember(
@@ -153,10 +160,28 @@ def weights_page(request: HttpRequest, pk: int) -> HttpResponse:
             return redirect("weights", pk=release.pk)
         except WeightError as exc:
             error = str(exc)
+    active = release.weight_sets.filter(active=True).first()
+    current = active.weights if active else {}
     return render(request, "leaderboard/weights.html", {
         "release": release, "weight_sets": release.weight_sets.order_by("-version"),
-        "operators": release.operators.order_by("name"), "error": error},
+        # the new-version form starts from the active values
+        "operators": [(op.name, current.get(op.name)) for op in
+                      release.operators.order_by("name")],
+        "active": active, "error": error},
         status=400 if error else 200)
+
+
+def public_weights_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """Everyone: the importance weights boards combine S_op with, every version's values."""
+    release = get_object_or_404(Release, pk=pk)
+    versions = list(release.weight_sets.order_by("-version"))
+    operators = list(release.operators.order_by("name").values_list("name", flat=True))
+    rows = [(name, [ws.weights.get(name) for ws in versions]) for name in operators]
+    active = next((ws for ws in versions if ws.active), None)
+    if active is not None:
+        rows.sort(key=lambda row: -(active.weights.get(row[0]) or 0.0))
+    return render(request, "leaderboard/public_weights.html", {
+        "release": release, "versions": versions, "rows": rows, "active": active})
 
 
 def _weights_post(request: HttpRequest, release: Release) -> None:

@@ -8,6 +8,7 @@ from evaluation.catalog import views as catalog_views
 from leaderboard import exports as board_exports
 from leaderboard import iteration_api, iteration_views
 from leaderboard import views as board_views
+from portal import docs_pages
 from portal.accounts.views import signup_page
 from portal.api_errors import api_not_found
 from portal.throttles import LoginThrottle, SignupThrottle, limited_posts
@@ -17,6 +18,8 @@ from submissions import views as submissions_views
 urlpatterns = [
     path("", catalog_views.home, name="home"),
     path("releases/<int:pk>/", catalog_views.release_page, name="release"),
+    # before the operator pages: "weights" is no operator's name
+    path("releases/<int:pk>/weights/", board_views.public_weights_page, name="release-weights"),
     path("releases/<int:pk>/<str:operator>/", catalog_views.operator_page, name="operator"),
     path("boards/<int:pk>/<str:hardware>/", board_views.board_page, name="board"),
     path("boards/<int:pk>/<str:hardware>/analysis/", board_views.analysis_page,
@@ -62,6 +65,9 @@ urlpatterns = [
     path("admin/login/", limited_posts(LoginThrottle, "sign-in attempts")(admin.site.login),
          name="admin-login"),
     path("admin/", admin.site.urls),
+    path("docs/", docs_pages.docs_page, name="docs-index"),
+    path("docs/screenshots/<str:name>", docs_pages.docs_screenshot, name="docs-screenshot"),
+    path("docs/<slug:name>/", docs_pages.docs_page, name="docs"),
     path("api/releases/", catalog_api.ReleaseListApi.as_view(), name="api-releases"),
     path("api/releases/<int:pk>/operators/", catalog_api.ReleaseOperatorsApi.as_view(),
          name="api-operators"),

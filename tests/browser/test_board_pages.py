@@ -69,9 +69,9 @@ def test_sorting_and_filtering_a_board_swap_it_in_place(page: Page, boards: dict
     assert board_teams(page) == ["Red", "Green", "Blue"]  # by S_agg under rms_norm-only weights
     mark_document(page)
 
-    page.locator("#board th a", has_text="unweighted_mean").click()
+    page.locator('#board th[data-column="unweighted_mean"] a').click()
     expect(page).to_have_url(f"{page.url.split('?')[0]}?&sort=unweighted_mean")
-    expect(page.locator("#board th", has_text="unweighted_mean")).to_contain_text("▾")
+    expect(page.locator('#board th[data-column="unweighted_mean"]')).to_contain_text("▾")
     assert board_teams(page) == ["Green", "Red", "Blue"]
     screenshot(page, "board")
 
