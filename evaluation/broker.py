@@ -5,21 +5,40 @@ takes the empty file and fails to decode it, and the message is lost. With sever
 processes publishing at once (GPU reports, heartbeats, the sweeper) that happens. Here a
 message is written under a name no consumer matches, then renamed into place: a reader
 sees a whole message or none. Message files are 0600 in 0700 folders (protocol.py).
+
+A worker consumes its queues in the order it was given them, each time from the first
+(`PriorityCycle`): a GPU worker lists its team queues before their `.low` ones
+(protocol.worker_queues), so baselines and admin re-runs wait while a team's job waits.
+kombu's own cycle takes the queues in turn.
 """
 
 from __future__ import annotations
 
 import os
 import uuid
+from queue import Empty
 from time import monotonic
 from typing import Any
 
 from kombu.transport import filesystem
 from kombu.utils.encoding import str_to_bytes
 from kombu.utils.json import dumps
+from kombu.utils.scheduling import FairCycle
+
+
+class PriorityCycle(FairCycle):
+    """FairCycle that starts every get from the first resource: strict order."""
+
+    def get(self, callback: Any, **kwargs: Any) -> Any:
+        self.pos = 0
+        return super().get(callback, **kwargs)
 
 
 class Channel(filesystem.Channel):
+    def _reset_cycle(self) -> None:
+        self._cycle = PriorityCycle(self._get_and_deliver, self._active_queues,
+                                    Empty)
+
     # kombu names the argument `message` in the base class and `payload` here.
     def _put(self, queue: Any, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]
         folder = self.data_folder_out

@@ -70,6 +70,26 @@ def publish_stop(app: Celery, message: dict[str, Any]) -> None:
                                        "interval_step": 0.5, "interval_max": 2})
 
 
+# Baselines and admin re-runs go to eval.<hardware>.low: a GPU worker takes them only while
+# no team job waits (broker.PriorityCycle; Redis's "priority" queue order). RabbitMQ has no
+# such order between queues: there the two are taken in turn.
+LOW_PRIORITY_SUFFIX = ".low"
+
+
+def low_priority_queue(queue: str) -> str:
+    return queue + LOW_PRIORITY_SUFFIX
+
+
+def worker_queues(queues: str) -> str:
+    """The -Q list of a GPU worker given its eval.<hardware> queues (comma-separated): every
+    team queue, then every low-priority one, in that order."""
+    named = [q.strip() for q in queues.split(",") if q.strip()]
+    high = [q for q in named if not q.endswith(LOW_PRIORITY_SUFFIX)]
+    low = [low_priority_queue(q) for q in high]
+    low += [q for q in named if q.endswith(LOW_PRIORITY_SUFFIX) and q not in low]
+    return ",".join(high + low)
+
+
 def broker_settings(url: str, folder: Path, *, visibility_timeout_s: int = 3600) -> dict[str, Any]:
     """Celery's broker settings, the same for both sides (lower-case Celery names).
 
@@ -98,7 +118,9 @@ def broker_settings(url: str, folder: Path, *, visibility_timeout_s: int = 3600)
         # delivered again after this many seconds. It must exceed the longest job, or a
         # running job is delivered twice (harmless: only one run holds the claim, but GPU
         # time is wasted).
-        settings["broker_transport_options"] = {"visibility_timeout": visibility_timeout_s}
+        settings["broker_transport_options"] = {"visibility_timeout": visibility_timeout_s,
+                                                # queues in the worker's order, from the first
+                                                "queue_order_strategy": "priority"}
     return settings
 
 

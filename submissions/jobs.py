@@ -37,6 +37,7 @@ from evaluation.protocol import (
     EVALUATE_TASK,
     RESULTS_QUEUE,
     job_spec,
+    low_priority_queue,
     publish_stop,
     stop_message,
 )
@@ -56,7 +57,7 @@ def dispatch_job(job_id: int) -> None:
         job = _locked_job(job_id)
         if job is None or job.status not in ACTIVE:
             return
-        send = _next_attempt(job)
+        send = _next_attempt(job, low_priority=bool(job.candidate.submission.baseline))
     send()
 
 
@@ -71,8 +72,9 @@ def _locked_job(job_id: int, *, skip_locked: bool = False) -> EvaluationJob | No
                             "candidate__submission__hardware").filter(pk=job_id).first())
 
 
-def _next_attempt(job: EvaluationJob) -> Callable[[], None]:
-    """Number the next attempt of a locked job; return what sends its spec (after commit).
+def _next_attempt(job: EvaluationJob, *, low_priority: bool) -> Callable[[], None]:
+    """Number the next attempt of a locked job; return what sends its spec (after commit),
+    to eval.<hardware>, or to its .low queue for a baseline's job or an admin's re-run.
 
     Reports of earlier attempts are ignored from the moment this commits.
     """
@@ -80,7 +82,8 @@ def _next_attempt(job: EvaluationJob) -> Callable[[], None]:
     job.status = EvaluationJob.Status.QUEUED
     job.run = ""
     job.mode = EvaluationJob.Mode.UNKNOWN  # the worker that takes this attempt reports it
-    job.save(update_fields=["attempts", "status", "run", "mode"])
+    job.low_priority = low_priority
+    job.save(update_fields=["attempts", "status", "run", "mode", "low_priority"])
     candidate = job.candidate
     operator = candidate.operator
     release = operator.release
@@ -92,7 +95,8 @@ def _next_attempt(job: EvaluationJob) -> Callable[[], None]:
         atol=operator.hidden.atol, rtol=operator.hidden.rtol, dsl=job.candidate.dsl,
         dsl_ratio_threshold=release.dsl_ratio_threshold, hardware=hardware.name,
         seed=secrets.randbits(63), heartbeat_s=settings.ATREX_JOB_HEARTBEAT_SECONDS)
-    queue, task_id = hardware.queue, attempt_task_id(job.pk, job.attempts)
+    queue = low_priority_queue(hardware.queue) if low_priority else hardware.queue
+    task_id = attempt_task_id(job.pk, job.attempts)
 
     def send() -> None:
         current_app.send_task(EVALUATE_TASK, args=[spec], queue=queue, task_id=task_id)
@@ -147,7 +151,8 @@ def jobs_sweep(*, now: datetime | None = None) -> SweepReport:
                 rescore_on_commit(job.candidate.submission_id)
                 report.failed.append(job.pk)
             else:
-                transaction.on_commit(_next_attempt(job))
+                # the same queue as before: a baseline's stays behind the teams'
+                transaction.on_commit(_next_attempt(job, low_priority=job.low_priority))
                 report.requeued.append(job.pk)
             # After the new attempt is sent: a broker error here must not stop that.
             transaction.on_commit(functools.partial(_stop_attempts, job.pk, attempt),
@@ -190,7 +195,7 @@ def job_rerun(*, job: EvaluationJob, actor: object) -> None:
         locked.save(update_fields=["error", "infrastructure_failure", "finished_at",
                                    "shapes_done"])
         old_attempt = locked.attempts
-        send = _next_attempt(locked)
+        send = _next_attempt(locked, low_priority=True)  # an admin's: after the teams' jobs
         rescore_on_commit(locked.candidate.submission_id)  # off the boards until it ends
         audit(actor=actor, action="job.rerun", target=f"job:{job.pk}", before=before,
               after={"status": "queued"})

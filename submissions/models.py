@@ -102,6 +102,9 @@ class EvaluationJob(models.Model):
     # The shapes this job covers, fixed when it is created (the deployment's shape filter
     # may change later); its submission is scored over these shapes only.
     shape_ids = models.JSONField(default=list, blank=True)
+    # Sent to eval.<hardware>.low: a baseline's job or an admin's re-run, which GPU workers
+    # take only while no team job waits (evaluation/protocol.py)
+    low_priority = models.BooleanField(default=False)
     error = models.TextField(blank=True)
     infrastructure_failure = models.BooleanField(default=False,
                                                  help_text="Not counted against quotas.")

@@ -90,9 +90,10 @@ def queue_places(jobs: Sequence[EvaluationJob], hardware_id: int) -> dict[int, d
     """Where each queued job of `jobs` stands in its hardware's queue, and when it may start.
 
     Ahead of it: the jobs for the same hardware queued before it (the broker hands them out
-    in order) and those running now. The estimate is the median duration of the last
-    RECENT_JOBS finished jobs on that hardware times the rounds the workers seen running now
-    need to get through the jobs ahead; None without such history.
+    in order), every waiting team job if it is a low-priority one (a baseline's, an admin's
+    re-run: workers take those last), and the jobs running now. The estimate is the median
+    duration of the last RECENT_JOBS finished jobs on that hardware times the rounds the
+    workers seen running now need to get through the jobs ahead; None without such history.
     """
     queued = [job for job in jobs if job.status == EvaluationJob.Status.QUEUED]
     if not queued:
@@ -110,7 +111,11 @@ def queue_places(jobs: Sequence[EvaluationJob], hardware_id: int) -> dict[int, d
     median = durations[len(durations) // 2] if durations else None
     places: dict[int, dict[str, Any]] = {}
     for job in queued:
-        before = same_hardware.filter(status=EvaluationJob.Status.QUEUED, pk__lt=job.pk).count()
+        waiting = same_hardware.filter(status=EvaluationJob.Status.QUEUED)
+        if job.low_priority:  # behind every waiting team job, and the low ones before it
+            before = waiting.filter(Q(low_priority=False) | Q(pk__lt=job.pk)).count()
+        else:  # low-priority jobs wait for it
+            before = waiting.filter(low_priority=False, pk__lt=job.pk).count()
         ahead = before + len(running)
         rounds = -(-ahead // workers)  # ceil: the workers take the jobs ahead in rounds
         places[job.pk] = {

@@ -32,7 +32,10 @@ RUN_WORKER = """#!/bin/sh
 set -eu
 cd "$(dirname "$0")"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" ATREX_SANDBOX_REQUIRED="${ATREX_SANDBOX_REQUIRED:-1}"
-exec "${PYTHON:-python3}" -m celery -A evaluation.worker.app worker -Q "${ATREX_QUEUES:?eval.<hardware>}" \\
+# the team queues first, then their .low queues (baselines, admin re-runs): protocol.py
+queues=$("${PYTHON:-python3}" -c 'import sys; from evaluation.protocol import worker_queues
+print(worker_queues(sys.argv[1]))' "${ATREX_QUEUES:?eval.<hardware>}")
+exec "${PYTHON:-python3}" -m celery -A evaluation.worker.app worker -Q "$queues" \\
   --pool solo --concurrency 1 -n "gpu${CUDA_VISIBLE_DEVICES:-0}@%h" "$@"
 """
 

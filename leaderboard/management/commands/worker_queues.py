@@ -1,5 +1,6 @@
 """python manage.py worker_queues: the eval.<hardware> queues (comma-separated) a CPU or GPU
-evaluation worker of this deployment consumes; the results queue has its own worker."""
+evaluation worker of this deployment consumes; the results queue has its own worker. The
+worker's run-worker adds each one's .low queue after them (evaluation/protocol.py)."""
 
 from __future__ import annotations
 
