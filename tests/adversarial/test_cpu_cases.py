@@ -157,6 +157,20 @@ GPU_ONLY = {"side_stream", "persisting_l2", "gpu_oom", "cache_id_version", "cach
             "batch_and_skip", "huge_host_alloc", "forge_marker"}
 
 
+# GPU-only cases whose candidates are the DSL samples (evaluation/sample_candidates/, run on
+# an H200 by benchmarks/dsl_samples.py; the rules have CPU tests in test_dsl_adapters.py)
+DSL_SAMPLE_CASES = {
+    "other_dsl_in_file": ("rms_norm/gluon_plain_triton.py", "silu_and_mul/triton_native.py"),
+    "cute_torch_matmul": ("gemm_fp16/cute_torch_matmul.py",),
+}
+
+
+def test_the_dsl_sample_cases_name_real_samples() -> None:
+    samples = Path(__file__).parents[2] / "evaluation" / "sample_candidates"
+    for files in DSL_SAMPLE_CASES.values():
+        assert all((samples / name).is_file() for name in files), files
+
+
 def test_every_candidate_file_is_a_cpu_case_or_a_gpu_case() -> None:
     assert {p.stem for p in CANDIDATES.glob("*.py")} == set(CASES) | GPU_ONLY | set(HOST_CASES)
 
@@ -265,7 +279,8 @@ def test_the_table_in_docs_matches_these_tests() -> None:
             and not line.startswith("| case") and not line.startswith("| ---")]
     table = {cells[1].strip(): cells[-2].strip() for cells in rows}
     assert {case for case, where in table.items() if where == "cpu"} == set(CASES) | set(HOST_CASES)
-    assert {case for case, where in table.items() if where == "gpu"} == GPU_ONLY
+    assert {case for case, where in table.items() if where == "gpu"} == \
+        GPU_ONLY | set(DSL_SAMPLE_CASES)
     for case in [*CASES, *HOST_CASES]:  # every defence named there is real code
         for cell in [c for c in doc.split(f"| {case} |")[1].split("\n")[0].split("|")]:
             for name in re.findall(r"`([a-z_]+)\.([A-Za-z_]+)", cell):

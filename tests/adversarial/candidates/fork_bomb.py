@@ -103,4 +103,22 @@ class Model(torch.nn.Module):
         if not _started[0]:
             _started[0] = True
             _bomb()
+            _wait_for_the_flood()
         return out
+
+
+def _wait_for_the_flood(seconds: float = 6.0) -> None:
+    """Let the bomb grow to the process cap before returning, as an attacker who wants the
+    table full would (on a loaded 2-core machine it otherwise had reached 500-700 processes
+    when the harness looked, short of the cap)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if sum(name.isdigit() for name in os.listdir("/proc")) >= 1000:
+                time.sleep(0.5)  # and keep forking against the cap a moment
+                return
+        except OSError:
+            return
+        time.sleep(0.05)
