@@ -119,7 +119,8 @@ def _resolve_allowed(host: str, port: int) -> str:
             if not _is_public(address):
                 raise WebhookRejected(
                     f"webhook URL: {host} resolves to {address}, an address the portal does not "
-                    "call (loopback, link-local, private or otherwise not global)")
+                    "call (loopback, link-local, private or otherwise not global; an operator "
+                    "of a test deployment may set ATREX_WEBHOOK_ALLOW_PRIVATE=1)")
     return addresses[0]
 
 

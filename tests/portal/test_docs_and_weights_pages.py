@@ -59,3 +59,16 @@ def test_the_admins_new_weights_form_starts_from_the_active_values() -> None:
     page = client.get(f"/staff/releases/{release.pk}/weights/").content.decode()
     assert 'name="w_gemm_fp16" inputmode="decimal" size="8" value="0.3"' in page
     assert f'href="/releases/{release.pk}/weights/"' in page
+
+
+def test_every_page_names_its_icon_so_browsers_do_not_ask_for_favicon_ico() -> None:
+    page = Client().get("/docs/").content.decode()
+    assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in page
+    assert 'href="/docs/"' in page  # the header's Docs link
+
+
+def test_a_refused_webhook_address_says_how_a_test_deployment_allows_it() -> None:
+    from submissions.webhooks import WebhookRejected, check_webhook_url
+
+    with pytest.raises(WebhookRejected, match="ATREX_WEBHOOK_ALLOW_PRIVATE=1"):
+        check_webhook_url("http://127.0.0.1/hook")
