@@ -411,3 +411,14 @@ def rank_changes(*, release: Release, hardware: HardwareProfile, before: WeightS
             "move": (was["rank"] - now["rank"]) if was and now else None,
         })
     return sorted(rows, key=lambda r: (-abs(r["move"] or 0), r["rank_after"] or 10**9))
+
+
+def recorded_sources(submission_ids: list[int]) -> list[str]:
+    """Where the recorded results among these submissions' came from (leaderboard/demo.py:
+    results measured elsewhere and loaded, not evaluated by this portal), as stored."""
+    if not submission_ids:
+        return []
+    return sorted(set(ShapeResult.objects
+                      .filter(job__candidate__submission_id__in=submission_ids,
+                              raw__recorded_from__isnull=False)
+                      .values_list("raw__recorded_from", flat=True)))

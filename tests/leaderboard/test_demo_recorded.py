@@ -14,6 +14,7 @@ from django.test import Client
 from evaluation.catalog.models import Release
 from leaderboard.demo import RECORDED
 from submissions.models import ShapeResult
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -80,3 +81,22 @@ def test_setting_up_again_adds_nothing(fixture_release: Release) -> None:
     before = ShapeResult.objects.count()
     call_command("setup_demo", stdout=io.StringIO())
     assert ShapeResult.objects.count() == before
+
+
+def test_pages_using_recorded_results_say_where_they_come_from(fixture_release: Release) -> None:
+    board = Client().get(f"/boards/{fixture_release.pk}/H200/").content.decode()
+    assert 'id="provenance"' in board
+    assert "benchmarks/results/h200-2026-12-02/dsl-samples.json" in board
+    assert "NVIDIA H200" in board  # the environment line under the table
+    submission = ShapeResult.objects.filter(
+        job__candidate__submission__release=fixture_release).first().job.candidate.submission  # type: ignore[union-attr]
+    client = Client()
+    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    page = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert "Recorded on one NVIDIA H200, 2026-12-02" in page
+
+
+def test_a_board_without_recorded_results_says_nothing_of_them() -> None:
+    call_command("setup_demo", "--no-recorded", stdout=io.StringIO())
+    release = Release.objects.get(name="atrex-fixture")
+    assert 'id="provenance"' not in Client().get(f"/boards/{release.pk}/H200/").content.decode()
