@@ -26,13 +26,16 @@ def path_with(first: str) -> str:
 def gpu_worker(name: str, queues: str, extra_env: dict[str, str], logs: Path,
                bundle: Path) -> Worker:
     """A GPU worker from the bundle: the broker's settings and nothing of the web tier."""
+    from evaluation.protocol import worker_queues  # the caller has put the checkout on sys.path
+
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE", "DJANGO"))}
     repo = str(REPO)
     outside = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != repo]
     env.update(extra_env, PYTHONPATH=os.pathsep.join([str(bundle), *outside]),
                ATREX_SANDBOX_REQUIRED="1")
+    # the team queues, then their .low ones (baselines), as run-worker lists them
     command = [sys.executable, "-m", "celery", "-A", "evaluation.worker.app", "worker", "-Q",
-               queues, "-n", f"{name}@%h", "--pool", "solo", "--without-gossip",
+               worker_queues(queues), "-n", f"{name}@%h", "--pool", "solo", "--without-gossip",
                "--without-mingle", "--loglevel", "INFO"]
     with open(logs / f"{name}.log", "wb") as out:
         process = subprocess.Popen(command, cwd=bundle, env=env, stdout=out,

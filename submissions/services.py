@@ -235,9 +235,11 @@ BASELINE_TEAM = "Portal baselines"
 
 def baseline_submissions_create(*, release: Release, hardware: HardwareProfile,
                                 actor: object | None = None,
-                                kinds: Sequence[str] | None = None) -> list[Submission]:
+                                kinds: Sequence[str] | None = None,
+                                shape_filter: str | None = None) -> list[Submission]:
     """The release's references as baseline submissions: eager and torch.compile, or the
-    `kinds` named (Submission.Baseline values).
+    `kinds` named (Submission.Baseline values), on the shapes `shape_filter` selects (a glob;
+    default: the deployment's, `evaluated_shape_ids`).
 
     Owned by a hidden system team, outside every quota; evaluated by the GPU workers of
     `hardware` like any submission, and shown beside the boards, never ranked.
@@ -256,7 +258,7 @@ def baseline_submissions_create(*, release: Release, hardware: HardwareProfile,
                 agent="portal", notes=f"{Submission.Baseline(kind).label} of {release}")
             job_ids = []
             for operator in operators:
-                shapes = evaluated_shape_ids(operator)
+                shapes = evaluated_shape_ids(operator, shape_filter)
                 if not shapes:
                     continue
                 source = baseline_source(operator.reference_py, str(kind))

@@ -23,6 +23,7 @@ from celery import current_app
 from django.conf import settings
 from django.db import connection
 
+from evaluation.protocol import worker_queues
 from tests.conftest import REPO
 
 
@@ -92,7 +93,8 @@ def celery_worker(queues: str, log: Path, *, name: str = "test", purge: bool = T
     common = ["worker", "-Q", queues, "--pool", "solo", "--without-gossip",
               "--without-mingle", "--without-heartbeat", "-n", f"{name}-{os.getpid()}@%h",
               "--loglevel", "INFO"]
-    if all(gpu):
+    if all(gpu):  # the team queues, then their .low ones (baselines), as run-worker does
+        common[2] = worker_queues(queues)
         command = [sys.executable, "-c", NO_DJANGO_CELERY, "-A", "evaluation.worker.app", *common]
         cwd, full_env = gpu_worker_bundle(), _gpu_worker_env(env or {})
     else:

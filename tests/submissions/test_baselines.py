@@ -95,3 +95,48 @@ def test_a_release_without_an_h200_profile_is_evaluated_on_one_after_import_hard
     call_command("import_hardware")  # again: nothing changes
     assert "H200: already stored (v1), unchanged" in capsys.readouterr().out
     assert HardwareProfile.objects.get(name="H200").version == 1
+
+
+def test_on_a_portal_whose_workers_have_no_gpu_the_baselines_take_the_dev_tier(
+        django_capture_on_commit_callbacks: object, capsys: pytest.CaptureFixture[str],
+        settings: object) -> None:
+    settings.ATREX_SHAPE_FILTER = ""  # type: ignore[attr-defined]
+    release_import(path=FIXTURE_RELEASE)
+    with mock.patch("submissions.jobs.dispatch_job"), \
+            django_capture_on_commit_callbacks(execute=True):  # type: ignore[operator]
+        call_command("evaluate_baselines", "atrex-fixture", "--hardware", "H200",
+                     "--kinds", PYTORCH)
+    scored = EvaluationJob.objects.get(candidate__operator__name="rms_norm")
+    assert all(not s.startswith("dev-") for s in scored.shape_ids)  # no history: scored tier
+    # the hardware's workers then evaluate in the interpreter
+    EvaluationJob.objects.update(mode=EvaluationJob.Mode.INTERPRETER, status="scored")
+    with mock.patch("submissions.jobs.dispatch_job"), \
+            django_capture_on_commit_callbacks(execute=True):  # type: ignore[operator]
+        call_command("evaluate_baselines", "atrex-fixture", "--hardware", "H200",
+                     "--kinds", PYTORCH)
+    out = capsys.readouterr().out
+    assert "the dev tier ('dev-*'): the workers of H200 last evaluated in Triton's CPU " \
+           "interpreter" in out
+    assert "queued on eval.H200.low" in out
+    newest = EvaluationJob.objects.filter(candidate__operator__name="rms_norm").latest("pk")
+    assert newest.shape_ids and all(s.startswith("dev-") for s in newest.shape_ids)
+
+
+def test_the_release_version_is_said_and_can_be_chosen(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first = release_import(path=FIXTURE_RELEASE).release
+    copy = tmp_path / "atrex-fixture"
+    shutil.copytree(FIXTURE_RELEASE, copy)
+    (copy / "data" / "rms_norm" / "reference.py").write_text(
+        (copy / "data" / "rms_norm" / "reference.py").read_text() + "\n# v2\n")
+    second = release_import(path=copy).release
+    assert (first.version, second.version) == (1, 2)
+    with mock.patch("submissions.jobs.dispatch_job"):
+        call_command("evaluate_baselines", "atrex-fixture", "--hardware", "H200",
+                     "--kinds", PYTORCH, "--release-version", "1")
+    assert "release: atrex-fixture v1 (also imported: v2; --release-version picks another)" in \
+        capsys.readouterr().out
+    assert Submission.objects.exclude(baseline="").get().release == first
+    with pytest.raises(CommandError, match="has no version 7"):
+        call_command("evaluate_baselines", "atrex-fixture", "--hardware", "H200",
+                     "--release-version", "7")
