@@ -91,7 +91,8 @@ def test_regime_boards_rank_by_the_shapes_of_their_regime(release: Release) -> N
     assert ranking(release, "compute") == [("Blue", 0.6), ("Red", 0.2)]
     page = Client().get(f"/boards/{release.pk}/H200/compute/").content.decode()
     assert "Compute-bound shapes" in page
-    assert re.findall(r"<tr><td>(\d)</td><td>(\w+)</td>", page) == [("1", "Blue"), ("2", "Red")]
+    assert re.findall(r'<tr><td data-label="Rank">(\d)</td><td data-label="Team">(\w+)</td>',
+                      page) == [("1", "Blue"), ("2", "Red")]
     assert Client().get(f"/boards/{release.pk}/H200/sideways/").status_code == 404
 
 
@@ -202,10 +203,10 @@ def test_the_board_page_shows_fifty_rows_a_page_and_the_exports_all(release: Rel
     weight_set_activate(weight_set=weight_set, actor=None)
     first = Client().get(f"/boards/{release.pk}/H200/").content.decode()
     second = Client().get(f"/boards/{release.pk}/H200/?page=2").content.decode()
-    ranks = [int(r) for r in re.findall(r"<tr><td>(\d+)</td><td>team", first)]
+    row = r'<tr><td data-label="Rank">(\d+)</td><td data-label="Team">team'
+    ranks = [int(r) for r in re.findall(row, first)]
     assert ranks == list(range(1, 51))
-    assert [int(r) for r in re.findall(r"<tr><td>(\d+)</td><td>team", second)] == list(
-        range(51, 61))
+    assert [int(r) for r in re.findall(row, second)] == list(range(51, 61))
     assert "Rows 1–50 of 60" in first and "Rows 51–60 of 60" in second
     rows = Client().get(f"/api/boards/{release.pk}/H200/").json()["rows"]
     assert len(rows) == 60 and rows[0]["team"] == "team 59"
