@@ -22,6 +22,7 @@ from leaderboard.selectors import (
     dsl_rates,
     operator_board,
     rank_changes,
+    recorded_sources,
     weight_set_for,
 )
 from portal import derived_cache
@@ -57,19 +58,24 @@ def board_data(query: Any, pk: int, hardware: str, board: str = "aggregate") -> 
     if dsl is not None and dsl not in KNOWN_DSLS:
         raise Http404(f"no DSL named {dsl!r} (known: {', '.join(KNOWN_DSLS)})")
 
-    def compute() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-        return (board_rows(release=release, hardware=profile, weight_set=weight_set,
-                           all_submissions=all_submissions, sort=sort, board=board, dsl=dsl),
-                baseline_rows(release=release, hardware=profile, weight_set=weight_set),
-                dsl_rates(release=release, hardware=profile))
+    def compute() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]],
+                           list[str]]:
+        rows = board_rows(release=release, hardware=profile, weight_set=weight_set,
+                          all_submissions=all_submissions, sort=sort, board=board, dsl=dsl)
+        baselines = baseline_rows(release=release, hardware=profile, weight_set=weight_set)
+        shown = [int(r["submission"]) for r in [*rows, *baselines] if r.get("submission")]
+        return (rows, baselines, dsl_rates(release=release, hardware=profile),
+                recorded_sources(shown))
 
     key = (f"{release.pk}:{profile.pk}:{weight_set.pk}:{board}:{int(all_submissions)}:{sort}:"
            f"{dsl or ''}")
-    rows, baselines, rates = derived_cache.remember(derived_cache.BOARDS, f"board:{key}",
-                                                    compute, BOARD_CACHE_S)
+    rows, baselines, rates, recorded = derived_cache.remember(
+        derived_cache.BOARDS, f"board-v2:{key}", compute, BOARD_CACHE_S)  # v2: 4 parts
     return {"release": release, "hardware": profile, "weight_set": weight_set, "board": board,
             "rows": rows, "freeze": board_freeze(release, profile), "baselines": baselines,
             "cache_key": key, "dsl": dsl, "dsl_rates": rates,
+            # where recorded results among the rows came from (leaderboard/demo.py)
+            "recorded": recorded,
             # the filter offers what the release accepts and what its files declared
             "dsls": [(name, DSL_LABELS[name]) for name in KNOWN_DSLS
                      if name in release.accepted_dsls() or name in {r["dsl"] for r in rates}]}

@@ -33,7 +33,7 @@ from leaderboard.forms import (
     first_problem,
 )
 from leaderboard.scoring import WeightError
-from leaderboard.selectors import BOARDS, COLUMN_LABELS, COLUMNS, NUMBER_COLUMNS, recorded_sources
+from leaderboard.selectors import BOARDS, COLUMN_LABELS, COLUMNS, NUMBER_COLUMNS
 from leaderboard.services import (
     arithmetic_intensity,
     board_freeze_set,
@@ -120,9 +120,7 @@ def board_page(request: HtmxRequest, pk: int, hardware: str,
             "board_title": BOARDS[data["board"]],
             "operators": release.operators.order_by("name").values_list("name", flat=True),
             "versions": release.weight_sets.order_by("-version"), "query": query.urlencode(),
-            "show_all": request.GET.get("all") == "1",
-            "recorded": recorded_sources([int(r["submission"]) for r in [*rows,
-                                          *data["baselines"]] if r.get("submission")])})
+            "show_all": request.GET.get("all") == "1"})
     response["Vary"] = "HX-Request"
     return response
 
