@@ -1,21 +1,32 @@
-"""Recorded GPU results for the embedded default: what the fixture release's sample candidates
-in each DSL got on an H200, stored as the portal stores any job's report, so a first visit
-sees real boards instead of empty ones.
+"""Recorded GPU results for the embedded default, stored as the portal stores any job's report,
+so a first visit sees real boards instead of empty ones. Three sets, each from the project's
+own runs on one H200:
+
+- the fixture release's sample candidates in each DSL (below);
+- the starter release's reference baselines, eager and torch.compile
+  (`benchmarks/starter_baselines.py`, 2026-11-30; eager forwards were then scored by their
+  profiled busy time, which issue 24 replaced: their provenance says so);
+- the public Atrex-Bench release's PyTorch-eager baseline after the timing change
+  (`benchmarks/public_baseline.py`, 2026-12-02), when the public release is imported
+  (`setup_demo --public-release PATH`; the release lives outside this repository).
+
+Every stored result carries its provenance (`raw["recorded"]`: GPU, date, evaluator, source
+file), which every page showing it prints (leaderboard/selectors.recorded_sources).
 
 The source is `benchmarks/dsl_samples.py`'s JSON of 2026-12-02 (one H200; docs/integrity-gpu.md):
 per case and shape the status, verdict, DSL ratio and scored time. Each DSL becomes a team of
 its own ("Triton samples", "Gluon samples", "CuTe DSL samples"), and the dishonest samples a
 team "Shortcut samples", each a ranked submission on the H200 profile whose jobs cover the
 recorded shapes only (`EvaluationJob.shape_ids`). The portal computes SOL and attainment from
-the recorded time (`submissions.results.store_shape`) and scores them; every stored result
-says where it came from (`raw["recorded_from"]`) and the submission's notes say so too.
-Idempotent: a team that exists is left as it is.
+the recorded time (`submissions.results.store_shape`) and scores them; the submission's notes
+say where they came from too. Idempotent: a team or baseline that exists is left as it is.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,17 +34,37 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from evaluation.baselines import baseline_source
 from evaluation.catalog.models import HardwareProfile, Release
-from leaderboard.services import rescore_submission
+from leaderboard.models import WeightSet
+from leaderboard.services import rescore_submission, weight_set_activate, weight_set_create
 from portal.accounts.models import Team
 from submissions.models import Candidate, EvaluationJob, Submission
 from submissions.results import store_shape
+from submissions.services import BASELINE_TEAM
 
 REPO = Path(settings.BASE_DIR)
 RESULTS = REPO / "benchmarks" / "results" / "h200-2026-12-02"
 # the CuTe DSL cases as re-run after dsl.credit_compiled, the others from the first run
 RECORDED = (RESULTS / "dsl-samples.json", RESULTS / "dsl-samples-cute.json")
 SAMPLES = REPO / "evaluation" / "sample_candidates"
+STARTER_BASELINES = REPO / "benchmarks" / "results" / "h200-2026-11-30" / "baselines.json"
+PUBLIC_BASELINE = RESULTS / "baseline-rederived.sqlite3"
+# Operator weights derived from a Llama-3.1-8B profiler trace on one H200 (make_llama_trace.py)
+LLAMA_TRACE_WEIGHTS = REPO / "benchmarks" / "results" / "h200-2026-11-30" / \
+    "llama3.1-8b-h200-weights.json"
+# The fixture's operators are small copies of the starter's, under other names
+FIXTURE_NAME_OF = {"linear_bf16": "gemm_fp16", "varlen_prefill_attention": "causal_attention"}
+
+# What measured them, as every page using them prints it (recorded_sources)
+EVALUATOR_2026_12_02 = "evaluator of 2026-12-02 (docs/measurement.md)"
+EVALUATOR_2026_11_30 = ("evaluator of 2026-11-30 (eager forwards then scored by profiled busy "
+                        "time, since replaced: docs/measurement.md)")
+
+
+def provenance(gpu: str, date: str, evaluator: str, source: str) -> dict[str, str]:
+    """The `raw["recorded"]` of a recorded result."""
+    return {"gpu": gpu, "date": date, "evaluator": evaluator, "source": source}
 
 
 @dataclass(frozen=True)
@@ -128,7 +159,8 @@ def _report(shape: dict[str, Any], recorded: RecordedFile) -> dict[str, Any]:
         "timing": {"measured": median_s is not None, "median_s": median_s,
                    "method": shape.get("method") or ""},
         "environment": recorded.environment,
-        "recorded_from": recorded.source,
+        "recorded": provenance("NVIDIA H200", "2026-12-02", EVALUATOR_2026_12_02,
+                               recorded.source),
     }
 
 
@@ -140,3 +172,135 @@ def _foreign(text: str) -> dict[str, Any]:
         return {"name": name, "category": "other-dsl", "dsl": label[len("other DSL: "):],
                 "count": 0}
     return {"name": name or text, "category": label or "recorded", "count": 0}
+
+
+def load_recorded_starter_baselines(release: Release,
+                                    path: Path = STARTER_BASELINES) -> list[str]:
+    """The starter release's eager and torch.compile baselines as recorded on the H200
+    (benchmarks/starter_baselines.py --json), as the portal's baseline submissions: shown
+    beside its boards, never ranked. The baselines stored; one that exists is left."""
+    data = json.loads(path.read_text())
+    meta, source = data["meta"], str(path.relative_to(REPO))
+    hardware = HardwareProfile.objects.get(name="H200")
+    team = _baseline_team()
+    stored = []
+    for kind, operators in data["results"].items():
+        if _recorded_baseline(release, hardware, kind).exists():
+            continue
+        with transaction.atomic():
+            submission = Submission.objects.create(
+                team=team, release=release, hardware=hardware, baseline=kind, agent="portal",
+                notes=f"{Submission.Baseline(kind).label} of {release}, recorded on one "
+                      f"{meta['device']}, {meta['date']} ({source}); loaded by setup_demo.")
+            for operator_name, recorded in operators.items():
+                operator = release.operators.filter(name=operator_name).first()
+                if operator is None:
+                    continue  # an operator this release version no longer has
+                job = _recorded_job(submission, operator, baseline_source(
+                    operator.reference_py, kind), [str(s["shape"]) for s in recorded["shapes"]],
+                    worker=f"recorded: H200, {meta['date']}")
+                for shape in recorded["shapes"]:
+                    store_shape(job, _baseline_report(shape, kind, provenance(
+                        meta["device"], meta["date"], EVALUATOR_2026_11_30, source)))
+        rescore_submission(submission)
+        stored.append(Submission.Baseline(kind).label)
+    return stored
+
+
+def load_recorded_public_baseline(release: Release, path: Path = PUBLIC_BASELINE) -> bool:
+    """The public Atrex-Bench release's PyTorch-eager baseline after the timing change:
+    the portal database the 2026-12-02 run left (benchmarks/public_baseline.py), whose
+    reports are stored again here as they were reported. False when it is loaded already."""
+    hardware = HardwareProfile.objects.get(name="H200")
+    if _recorded_baseline(release, hardware, Submission.Baseline.PYTORCH).exists():
+        return False
+    source = str(path.relative_to(REPO))
+    recorded = provenance("NVIDIA H200", "2026-12-02", EVALUATOR_2026_12_02, source)
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        rows = db.execute(
+            "select o.name, c.source, r.raw from submissions_shaperesult r"
+            " join submissions_evaluationjob j on j.id = r.job_id"
+            " join submissions_candidate c on c.id = j.candidate_id"
+            " join evaluation_operator o on o.id = c.operator_id"
+            " where r.attempt = j.attempts order by o.name, r.id").fetchall()
+    by_operator: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+    for name, candidate_source, raw in rows:
+        by_operator.setdefault(name, (candidate_source, []))[1].append(json.loads(raw))
+    with transaction.atomic():
+        submission = Submission.objects.create(
+            team=_baseline_team(), release=release, hardware=hardware,
+            baseline=Submission.Baseline.PYTORCH, agent="portal",
+            notes=f"PyTorch reference of {release}, recorded on one NVIDIA H200, 2026-12-02 "
+                  f"({source}; docs/baselines.md); loaded by setup_demo.")
+        for name, (candidate_source, reports) in by_operator.items():
+            operator = release.operators.filter(name=name).first()
+            if operator is None:
+                continue
+            job = _recorded_job(submission, operator, candidate_source,
+                                [str(r["shape_id"]) for r in reports],
+                                worker="recorded: H200, 2026-12-02")
+            for report in reports:
+                store_shape(job, {**report, "recorded": recorded})
+    rescore_submission(submission)
+    return True
+
+
+def trace_weights_for_fixture(release: Release) -> WeightSet | None:
+    """A second weight version for the fixture release, so "what changed" has two to
+    compare: the Llama-3.1-8B trace's weights on the operators the fixture has (its
+    linear and prefill attention under the fixture's names; an operator the trace never
+    ran gets 0), activated as an admin would. None when it exists already."""
+    if release.weight_sets.filter(source=WeightSet.Source.TRACES).exists():
+        return None
+    trace = json.loads(LLAMA_TRACE_WEIGHTS.read_text())
+    names = set(release.operators.values_list("name", flat=True))
+    weights = {name: 0.0 for name in names}
+    for operator, weight in trace.items():
+        name = FIXTURE_NAME_OF.get(operator, operator)
+        if name in names:
+            weights[name] = float(weight)
+    weight_set = weight_set_create(
+        release=release, weights=weights, source=str(WeightSet.Source.TRACES),
+        note="Llama-3.1-8B trace on one H200, 2026-11-30 "
+             f"({LLAMA_TRACE_WEIGHTS.relative_to(REPO)}), on the fixture's operators")
+    weight_set_activate(weight_set=weight_set, actor=None)
+    return weight_set
+
+
+def _baseline_team() -> Team:
+    team, _ = Team.objects.get_or_create(
+        slug="portal-baselines", defaults={"name": BASELINE_TEAM, "hidden": True})
+    return team
+
+
+def _recorded_baseline(release: Release, hardware: HardwareProfile, kind: str) -> Any:
+    """The recorded baselines of `kind` already stored (their jobs' worker says "recorded")."""
+    return Submission.objects.filter(release=release, hardware=hardware, baseline=kind,
+                                     candidates__job__worker__startswith="recorded: ")
+
+
+def _recorded_job(submission: Submission, operator: Any, source: str, shape_ids: list[str],
+                  worker: str) -> EvaluationJob:
+    candidate = Candidate.objects.create(
+        submission=submission, operator=operator, source=source,
+        sha256=hashlib.sha256(source.encode()).hexdigest())
+    return EvaluationJob.objects.create(
+        candidate=candidate, status=EvaluationJob.Status.SCORED, attempts=1,
+        mode=EvaluationJob.Mode.GPU, shape_ids=shape_ids, shapes_total=len(shape_ids),
+        shapes_done=len(shape_ids), worker=worker)
+
+
+def _baseline_report(shape: dict[str, Any], kind: str,
+                     recorded: dict[str, str]) -> dict[str, Any]:
+    """A shape report in the harness's form from starter_baselines.py's summary of one."""
+    median_s = shape["median_us"] * 1e-6 if shape.get("median_us") else None
+    return {
+        "shape_id": str(shape["shape"]), "status": shape["status"],
+        "stage_reached": "performance" if median_s else "correctness",
+        "error": shape.get("error") or None,
+        "adoption": {"verdict": shape.get("verdict"), "dsl_ratio": None, "dsl_kernels": [],
+                     "foreign_kernels": [], "notes": []},
+        "timing": {"measured": median_s is not None, "median_s": median_s,
+                   "method": "eager" if kind == "pytorch" else ""},
+        "recorded": recorded,
+    }

@@ -143,6 +143,14 @@ class OperatorRowOut(serializers.Serializer[Any]):
     date = serializers.CharField()
 
 
+class OperatorBaselineOut(serializers.Serializer[Any]):
+    team = serializers.CharField(help_text="the baseline's name")
+    submission = serializers.IntegerField()
+    score = serializers.FloatField(allow_null=True, help_text="S_op; null: not timed")
+    correctness_rate = serializers.FloatField()
+    date = serializers.CharField()
+
+
 class OperatorBoardOut(serializers.Serializer[Any]):
     release = serializers.CharField()
     hardware = serializers.CharField()
@@ -150,8 +158,12 @@ class OperatorBoardOut(serializers.Serializer[Any]):
     operator = serializers.CharField()
     rows = OperatorRowOut(many=True)
     teams = serializers.IntegerField()
-    solve_rate = serializers.FloatField(help_text="teams correct and native on every shape")
+    solve_rate = serializers.FloatField(allow_null=True,
+                                        help_text="teams correct and native on every shape; "
+                                                  "null: no team yet")
     median_score = serializers.FloatField(allow_null=True)
+    baselines = OperatorBaselineOut(many=True, help_text="unranked: the reference baselines' "
+                                                         "S_op on this operator")
 
 
 class AnalysisPointOut(serializers.Serializer[Any]):

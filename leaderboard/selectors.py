@@ -392,9 +392,40 @@ def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: W
     values = [value for _, value, _ in ordered if value is not None]
     return {
         "operator": operator, "rows": rows, "teams": len(rows),
-        "solve_rate": solve_rate([outcomes[s.submission_id] for _, _, s in ordered]),
+        "solve_rate": solve_rate([outcomes[s.submission_id] for _, _, s in ordered])
+        if ordered else None,  # no team: nothing solved or unsolved yet
         "median_score": statistics.median(values) if values else None,
+        "baselines": operator_baselines(release=release, hardware=hardware,
+                                        weight_set=weight_set, operator=operator),
     }
+
+
+def operator_baselines(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
+                       operator: str) -> list[dict[str, Any]]:
+    """The newest evaluation of each reference baseline on `operator`: its S_op and share of
+    correct shapes, unranked, beside the teams' rows (as on the aggregate board)."""
+    labels = dict(Submission.Baseline.choices)
+    newest = (SubmissionScore.objects
+              .filter(weight_set=weight_set, submission__hardware=hardware,
+                      submission__release=release, **ON_BOARDS,
+                      submission__candidates__operator__name=operator)
+              .exclude(submission__baseline="")
+              .order_by("submission__baseline", "-submission__created_at")
+              .select_related("submission"))
+    chosen: dict[str, SubmissionScore] = {}
+    for score in newest:
+        chosen.setdefault(score.submission.baseline, score)
+    outcomes = scoring_context(release).outcomes_by_submission(
+        [score.submission for score in chosen.values()])
+    rows = []
+    for kind, score in chosen.items():
+        shapes = [o for o in outcomes.get(score.submission_id, []) if o.operator == operator]
+        rows.append({"team": labels[kind], "submission": score.submission_id,
+                     "score": (score.by_operator or {}).get(operator),
+                     "correctness_rate": (sum(o.correct for o in shapes) / len(shapes)
+                                          if shapes else 0.0),
+                     "date": score.submission.created_at.date().isoformat()})
+    return rows
 
 
 def rank_changes(*, release: Release, hardware: HardwareProfile, before: WeightSet,
@@ -413,12 +444,23 @@ def rank_changes(*, release: Release, hardware: HardwareProfile, before: WeightS
     return sorted(rows, key=lambda r: (-abs(r["move"] or 0), r["rank_after"] or 10**9))
 
 
+def recorded_on_boards(*, release: Release, hardware: HardwareProfile) -> list[str]:
+    """recorded_sources of every submission on the release's boards for `hardware` (the
+    analysis, "what changed" and operator pages, which draw on all of them)."""
+    return recorded_sources(list(Submission.objects.filter(
+        release=release, hardware=hardware, mode=Submission.Mode.RANKED)
+        .values_list("pk", flat=True)))
+
+
 def recorded_sources(submission_ids: list[int]) -> list[str]:
-    """Where the recorded results among these submissions' came from (leaderboard/demo.py:
-    results measured elsewhere and loaded, not evaluated by this portal), as stored."""
+    """Where and how the recorded results among these submissions' were measured
+    (leaderboard/demo.py: results measured elsewhere and loaded, not evaluated by this
+    portal), one line per source: "NVIDIA H200, 2026-12-02, evaluator of …: path"."""
     if not submission_ids:
         return []
-    return sorted(set(ShapeResult.objects
-                      .filter(job__candidate__submission_id__in=submission_ids,
-                              raw__recorded_from__isnull=False)
-                      .values_list("raw__recorded_from", flat=True)))
+    recorded = (ShapeResult.objects
+                .filter(job__candidate__submission_id__in=submission_ids,
+                        raw__recorded__isnull=False)
+                .values_list("raw__recorded", flat=True).distinct())
+    return sorted({f"{r['gpu']}, {r['date']}, {r['evaluator']}: {r['source']}"
+                   for r in recorded if isinstance(r, dict)})

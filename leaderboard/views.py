@@ -33,7 +33,13 @@ from leaderboard.forms import (
     first_problem,
 )
 from leaderboard.scoring import WeightError
-from leaderboard.selectors import BOARDS, COLUMN_LABELS, COLUMNS, NUMBER_COLUMNS
+from leaderboard.selectors import (
+    BOARDS,
+    COLUMN_LABELS,
+    COLUMNS,
+    NUMBER_COLUMNS,
+    recorded_on_boards,
+)
 from leaderboard.services import (
     arithmetic_intensity,
     board_freeze_set,
@@ -127,13 +133,15 @@ def board_page(request: HtmxRequest, pk: int, hardware: str,
 
 def analysis_page(request: HttpRequest, pk: int, hardware: str) -> HttpResponse:
     """Output tokens an agent spent against the S_agg it reached, one point per submission."""
-    return render(request, "leaderboard/analysis.html", analysis_data(request.GET, pk, hardware))
+    data = analysis_data(request.GET, pk, hardware)
+    return render(request, "leaderboard/analysis.html", {**data, **_recorded(data)})
 
 
 def rank_changes_page(request: HttpRequest, pk: int, hardware: str) -> HttpResponse:
     data = rank_changes_data(request.GET, pk, hardware)
     return render(request, "leaderboard/changes.html",
-                  {**data, "versions": data["release"].weight_sets.order_by("-version")})
+                  {**data, **_recorded(data),
+                   "versions": data["release"].weight_sets.order_by("-version")})
 
 
 @staff_member_required
@@ -239,5 +247,10 @@ def submission_charts(request: HttpRequest, pk: int) -> JsonResponse:
 
 def operator_board_page(request: HttpRequest, pk: int, hardware: str,
                         operator: str) -> HttpResponse:
-    return render(request, "leaderboard/operator_board.html",
-                  operator_board_data(request.GET, pk, hardware, operator))
+    data = operator_board_data(request.GET, pk, hardware, operator)
+    return render(request, "leaderboard/operator_board.html", {**data, **_recorded(data)})
+
+
+def _recorded(data: dict[str, Any]) -> dict[str, list[str]]:
+    """The provenance line's sources: recorded results among the page's submissions."""
+    return {"recorded": recorded_on_boards(release=data["release"], hardware=data["hardware"])}

@@ -19,7 +19,8 @@
             pointRadius: 5,
           },
           {
-            label: "ridge point (" + data.hardware + ", bf16): memory-bound left, compute-bound right",
+            // short: a long legend entry is cut on a phone; the axis title says the rest
+            label: "ridge point (" + data.hardware + ", bf16)",
             type: "line",
             data: [{ x: data.ridge_bf16, y: 0 }, { x: data.ridge_bf16, y: 1 }],
             borderColor: "#555", borderDash: [6, 4], pointRadius: 0,
@@ -28,7 +29,7 @@
       },
       options: {
         scales: {
-          x: { type: "logarithmic", title: { display: true, text: "arithmetic intensity (FLOP/byte)" } },
+          x: { type: "logarithmic", title: { display: true, text: "arithmetic intensity (FLOP/byte); memory-bound left of the ridge" } },
           y: { min: 0, max: 1, title: { display: true, text: "attainment (SOL / measured)" } },
         },
         plugins: { tooltip: { callbacks: { label: (c) => (c.raw.label || "") + " " + c.raw.y.toFixed(3) } } },
@@ -40,7 +41,8 @@
     new Chart(canvas, {
       type: "bar",
       data: { labels: names, datasets: [{ label: "S_op (median attainment)", data: names.map((n) => data.by_operator[n]), backgroundColor: "#3c6fb6" }] },
-      options: { scales: { y: { min: 0, max: 1 } } },
+      // names tilted, every one shown: operator names are long and overlap when level
+      options: { scales: { x: { ticks: { autoSkip: false, minRotation: 45, maxRotation: 90 } }, y: { min: 0, max: 1 } } },
     });
   }
   function analysis(holder) {
@@ -48,8 +50,13 @@
     fetch(holder.dataset.url, { credentials: "same-origin" })
       .then((r) => r.json())
       .then(function (data) {
-        document.getElementById("analysis-note").textContent = data.points.length ? "" :
-          "No ranked submission reported its output tokens yet.";
+        holder.dataset.rendered = "yes";
+        if (!data.points.length) {  // no empty axes: say why there is nothing to draw
+          document.getElementById("analysis-note").textContent =
+            "No ranked submission reported its output tokens yet: nothing to draw.";
+          hide(document.getElementById("analysis-chart"));
+          return;
+        }
         new Chart(document.getElementById("analysis-chart"), {
           type: "scatter",
           data: { datasets: [{
@@ -65,8 +72,10 @@
             plugins: { tooltip: { callbacks: { label: (c) => c.raw.label + ": " + c.raw.x + " tokens, " + c.raw.y.toFixed(3) } } },
           },
         });
-        holder.dataset.rendered = "yes";
       });
+  }
+  function hide(canvas) {
+    canvas.parentElement.hidden = true;
   }
   document.addEventListener("DOMContentLoaded", function () {
     if (typeof Chart === "undefined") return;
@@ -82,8 +91,11 @@
         const measured = data.points.some((p) => p.attainment !== null);
         document.getElementById("charts-note").textContent = measured ? "" :
           "No shape has a measured time yet (evaluated without a GPU): nothing to place on the roofline.";
-        roofline(document.getElementById("roofline-chart"), data);
-        operators(document.getElementById("operator-chart"), data);
+        const rooflineCanvas = document.getElementById("roofline-chart");
+        if (measured) roofline(rooflineCanvas, data); else hide(rooflineCanvas);
+        const operatorCanvas = document.getElementById("operator-chart");
+        if (Object.values(data.by_operator).some((v) => v !== null)) operators(operatorCanvas, data);
+        else hide(operatorCanvas);
         holder.dataset.rendered = "yes";
       });
   });

@@ -57,5 +57,9 @@ def test_a_visitor_signs_up_invites_a_teammate_and_submits(page: Page, settings:
         str(SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py"))
     page.get_by_role("button", name="Submit").click()
     expect(page.locator("#submission-status")).to_be_visible()
+    # no worker runs in this test: the job waits, and the page says where and for how long
+    expect(page.locator(".queue-place")).to_contain_text("In the queue for H200: number 1")
+    expect(page.locator(".queue-place")).to_contain_text("no estimate yet")
+    screenshot(page, "signup-queued")
     assert Submission.objects.filter(team__name="Nova Kernels").count() == 1
     assert User.objects.get(username="nova").is_active

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.test import Client
 
 from evaluation.catalog.models import Release
@@ -60,11 +61,13 @@ def test_the_portal_computes_the_same_attainment_the_gpu_run_reported(
     recorded = {(row["sample"], s["shape"]): s["attainment"] for path in RECORDED
                 for row in json.loads(path.read_text()) if row.get("sample")
                 for s in row["outcome"].get("shapes") or []}
-    stored = (ShapeResult.objects.filter(job__candidate__submission__release=fixture_release)
+    stored = (ShapeResult.objects.filter(job__candidate__submission__release=fixture_release,
+                                         job__candidate__submission__baseline="")
               .select_related("shape", "job__candidate__operator"))
     assert stored.count() == 20  # ten cases, two shapes each
     for result in stored:
-        assert result.raw["recorded_from"].startswith("benchmarks/results/h200-2026-12-02/")
+        assert result.raw["recorded"]["source"].startswith("benchmarks/results/h200-2026-12-02/")
+        assert result.raw["recorded"]["gpu"] == "NVIDIA H200"
         sample = next(name for name, shape in recorded if shape == result.shape.shape_id
                       and name.startswith(result.job.candidate.operator.name))
         assert sample
@@ -86,7 +89,8 @@ def test_setting_up_again_adds_nothing(fixture_release: Release) -> None:
 def test_pages_using_recorded_results_say_where_they_come_from(fixture_release: Release) -> None:
     board = Client().get(f"/boards/{fixture_release.pk}/H200/").content.decode()
     assert 'id="provenance"' in board
-    assert "benchmarks/results/h200-2026-12-02/dsl-samples.json" in board
+    assert ("NVIDIA H200, 2026-12-02, evaluator of 2026-12-02 (docs/measurement.md): "
+            "benchmarks/results/h200-2026-12-02/dsl-samples.json") in board
     assert "NVIDIA H200" in board  # the environment line under the table
     submission = ShapeResult.objects.filter(
         job__candidate__submission__release=fixture_release).first().job.candidate.submission  # type: ignore[union-attr]
@@ -100,3 +104,60 @@ def test_a_board_without_recorded_results_says_nothing_of_them() -> None:
     call_command("setup_demo", "--no-recorded", stdout=io.StringIO())
     release = Release.objects.get(name="atrex-fixture")
     assert 'id="provenance"' not in Client().get(f"/boards/{release.pk}/H200/").content.decode()
+
+
+def test_the_starter_boards_hold_its_recorded_baselines_with_their_own_timing_rule() -> None:
+    call_command("setup_demo", stdout=io.StringIO())
+    starter = Release.objects.get(name="atrex-starter")
+    baselines = {r["team"]: r for r in board(starter)["baselines"]}
+    # the S_agg docs/baselines.md reports for the same run, under the release's weights
+    assert baselines["PyTorch reference"]["aggregate"] == pytest.approx(0.083, abs=5e-4)
+    assert baselines["torch.compile reference"]["aggregate"] == pytest.approx(0.210, abs=5e-4)
+    for name in ("memory/", "compute/", "prefill/", "decode/"):
+        assert all(r["aggregate"] is not None for r in board(starter, name)["baselines"])
+    page = Client().get(f"/boards/{starter.pk}/H200/").content.decode()
+    assert "eager forwards then scored by profiled busy time, since replaced" in page
+    operator = Client().get(f"/api/boards/{starter.pk}/H200/operators/rms_norm/").json()
+    assert operator["teams"] == 0 and operator["solve_rate"] is None
+    assert {r["team"] for r in operator["baselines"]} == {"PyTorch reference",
+                                                        "torch.compile reference"}
+    assert all(0 < r["score"] < 1 for r in operator["baselines"])
+
+
+def test_the_fixture_gets_a_second_weight_version_from_a_real_trace(
+        fixture_release: Release) -> None:
+    versions = list(fixture_release.weight_sets.order_by("version"))
+    assert [(w.version, w.source, w.active) for w in versions] == [
+        (1, "release", False), (2, "traces", True)]
+    weights = versions[1].weights
+    assert weights["topk_softmax_gating"] == 0  # a dense Llama runs no MoE gating
+    assert weights["gemm_fp16"] > weights["rms_norm"] > 0  # its linears, under the fixture's name
+    changes = Client().get(f"/api/boards/{fixture_release.pk}/H200/changes/").json()
+    assert (changes["from"], changes["to"]) == (1, 2)
+    moved = [r for r in changes["rows"] if r["aggregate_before"] != r["aggregate_after"]]
+    assert {r["team"] for r in moved} >= {"Gluon samples", "Triton samples"}
+    page = Client().get(f"/boards/{fixture_release.pk}/H200/changes/").content.decode()
+    assert 'id="provenance"' in page
+
+
+PUBLIC = Path(__file__).resolve().parents[3] / "shared" / "atrex-bench"  # beside the checkout
+
+
+@pytest.mark.skipif(not PUBLIC.is_dir(), reason="the public Atrex-Bench release is not beside "
+                                                "this checkout")
+def test_the_public_release_comes_with_its_recorded_baseline_after_the_timing_change() -> None:
+    call_command("setup_demo", "--public-release", str(PUBLIC), stdout=io.StringIO())
+    public = Release.objects.get(name="atrex-bench")
+    baseline = board(public)["baselines"]
+    # docs/baselines.md: S_agg 0.013916 over its 30 operators, release weights
+    assert [(r["team"], round(r["aggregate"], 6)) for r in baseline] == [
+        ("PyTorch reference", 0.013916)]
+    assert ShapeResult.objects.filter(job__candidate__submission__release=public).count() == 440
+    call_command("setup_demo", "--public-release", str(PUBLIC), stdout=io.StringIO())
+    assert ShapeResult.objects.filter(job__candidate__submission__release=public).count() == 440
+
+
+def test_a_folder_that_is_no_release_is_refused_before_anything_is_stored(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="not an Atrex-Bench release folder"):
+        call_command("setup_demo", "--public-release", str(tmp_path), stdout=io.StringIO())
+    assert not Release.objects.exists()
