@@ -138,7 +138,8 @@ def active_score(submission: Submission) -> dict[str, Any] | None:
     """The score under the active weights, as the submission page shows it. Scores are the
     leaderboard's derived data, reached through the reverse relation; a job that ended after
     the score was computed means a rescore is still on its way (`current` is false). A
-    check submission is never `ranked`."""
+    check submission is never `ranked`, nor one evaluated in Triton's interpreter (the
+    boards leave it out: RANKABLE), so its page, API and webhook say what the board does."""
     score = (submission.scores.filter(weight_set__active=True).select_related("weight_set")
              .first())
     if score is None:
@@ -147,7 +148,7 @@ def active_score(submission: Submission) -> dict[str, Any] | None:
                                                 finished_at__isnull=False)
                    .aggregate(last=Max("finished_at"))["last"])
     values = {field: getattr(score, field) for field in ACTIVE_SCORE_FIELDS}
-    values["ranked"] = values["ranked"] and not submission.is_check
+    values["ranked"] = values["ranked"] and not submission.is_check and not score.interpreter_jobs
     return {"weights_version": score.weight_set.version, **values,
             "computed_at": score.computed_at.isoformat(),
             "current": last_scored is None or score.computed_at >= last_scored}

@@ -49,6 +49,13 @@ def test_the_submission_api_gives_the_active_score_and_whether_it_is_current() -
     assert score["by_operator"]["rms_norm"] == pytest.approx(0.5)
     assert score["correctness_rate"] == 1.0 and score["ranked"] is True
 
+    # Evaluated in Triton's interpreter: correct, but no board ranks it, and the API agrees.
+    EvaluationJob.objects.filter(pk=job.pk).update(mode=EvaluationJob.Mode.INTERPRETER)
+    rescore_submission(submission)
+    assert api.get(f"/api/submissions/{submission.pk}/").json()["score"]["ranked"] is False
+    EvaluationJob.objects.filter(pk=job.pk).update(mode=EvaluationJob.Mode.UNKNOWN)
+    rescore_submission(submission)
+
     # A job that ended after the score was computed: its rescore has not run yet.
     EvaluationJob.objects.filter(pk=job.pk).update(
         finished_at=timezone.now() + timedelta(seconds=5))
