@@ -41,7 +41,7 @@ from leaderboard.services import rescore_submission, weight_set_activate, weight
 from portal.accounts.models import Team
 from submissions.models import Candidate, EvaluationJob, Submission
 from submissions.results import store_shape
-from submissions.services import BASELINE_TEAM
+from submissions.services import baseline_team
 
 REPO = Path(settings.BASE_DIR)
 RESULTS = REPO / "benchmarks" / "results" / "h200-2026-12-02"
@@ -132,15 +132,10 @@ def load_recorded_results(release: Release) -> list[str]:
 
 
 def _store_file(submission: Submission, recorded: RecordedFile) -> None:
-    source = (SAMPLES / recorded.sample).read_text()
-    candidate = Candidate.objects.create(
-        submission=submission, operator=submission.release.operators.get(name=recorded.operator),
-        source=source, sha256=hashlib.sha256(source.encode()).hexdigest(), dsl=recorded.dsl)
-    shape_ids = [str(s["shape"]) for s in recorded.shapes]
-    job = EvaluationJob.objects.create(
-        candidate=candidate, status=EvaluationJob.Status.SCORED, attempts=1,
-        mode=EvaluationJob.Mode.GPU, shape_ids=shape_ids, shapes_total=len(shape_ids),
-        shapes_done=len(shape_ids), worker="recorded: H200, 2026-12-02")
+    job = _recorded_job(submission, submission.release.operators.get(name=recorded.operator),
+                        (SAMPLES / recorded.sample).read_text(),
+                        [str(s["shape"]) for s in recorded.shapes],
+                        worker="recorded: H200, 2026-12-02", dsl=recorded.dsl)
     for shape in recorded.shapes:
         store_shape(job, _report(shape, recorded))
 
@@ -182,7 +177,7 @@ def load_recorded_starter_baselines(release: Release,
     data = json.loads(path.read_text())
     meta, source = data["meta"], str(path.relative_to(REPO))
     hardware = HardwareProfile.objects.get(name="H200")
-    team = _baseline_team()
+    team = baseline_team()
     stored = []
     for kind, operators in data["results"].items():
         if _recorded_baseline(release, hardware, kind).exists():
@@ -228,7 +223,7 @@ def load_recorded_public_baseline(release: Release, path: Path = PUBLIC_BASELINE
         by_operator.setdefault(name, (candidate_source, []))[1].append(json.loads(raw))
     with transaction.atomic():
         submission = Submission.objects.create(
-            team=_baseline_team(), release=release, hardware=hardware,
+            team=baseline_team(), release=release, hardware=hardware,
             baseline=Submission.Baseline.PYTORCH, agent="portal",
             notes=f"PyTorch reference of {release}, recorded on one NVIDIA H200, 2026-12-02 "
                   f"({source}; docs/baselines.md); loaded by setup_demo.")
@@ -267,12 +262,6 @@ def trace_weights_for_fixture(release: Release) -> WeightSet | None:
     return weight_set
 
 
-def _baseline_team() -> Team:
-    team, _ = Team.objects.get_or_create(
-        slug="portal-baselines", defaults={"name": BASELINE_TEAM, "hidden": True})
-    return team
-
-
 def _recorded_baseline(release: Release, hardware: HardwareProfile, kind: str) -> Any:
     """The recorded baselines of `kind` already stored (their jobs' worker says "recorded")."""
     return Submission.objects.filter(release=release, hardware=hardware, baseline=kind,
@@ -280,10 +269,11 @@ def _recorded_baseline(release: Release, hardware: HardwareProfile, kind: str) -
 
 
 def _recorded_job(submission: Submission, operator: Any, source: str, shape_ids: list[str],
-                  worker: str) -> EvaluationJob:
+                  worker: str, dsl: str = "") -> EvaluationJob:
+    """The candidate and its ended job that recorded results are stored under."""
     candidate = Candidate.objects.create(
         submission=submission, operator=operator, source=source,
-        sha256=hashlib.sha256(source.encode()).hexdigest())
+        sha256=hashlib.sha256(source.encode()).hexdigest(), dsl=dsl)
     return EvaluationJob.objects.create(
         candidate=candidate, status=EvaluationJob.Status.SCORED, attempts=1,
         mode=EvaluationJob.Mode.GPU, shape_ids=shape_ids, shapes_total=len(shape_ids),

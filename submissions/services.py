@@ -233,6 +233,13 @@ def shape_result_review(*, result: ShapeResult, accept: bool, actor: object) -> 
 BASELINE_TEAM = "Portal baselines"
 
 
+def baseline_team() -> Team:
+    """The hidden system team that owns every baseline submission."""
+    team, _ = Team.objects.get_or_create(
+        slug="portal-baselines", defaults={"name": BASELINE_TEAM, "hidden": True})
+    return team
+
+
 def baseline_submissions_create(*, release: Release, hardware: HardwareProfile,
                                 actor: object | None = None,
                                 kinds: Sequence[str] | None = None,
@@ -246,8 +253,7 @@ def baseline_submissions_create(*, release: Release, hardware: HardwareProfile,
     """
     chosen = [Submission.Baseline(k) for k in kinds] if kinds is not None \
         else [Submission.Baseline.PYTORCH, Submission.Baseline.TORCH_COMPILE]
-    team, _ = Team.objects.get_or_create(
-        slug="portal-baselines", defaults={"name": BASELINE_TEAM, "hidden": True})
+    team = baseline_team()
     operators = list(release.operators.order_by("name"))
     created = []
     with transaction.atomic():
