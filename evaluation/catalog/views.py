@@ -10,7 +10,11 @@ from evaluation.catalog.selectors import operators_public, public_files, release
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "catalog/home.html", {"releases": releases_public()})
+    # each release's boards, one per hardware profile, are linked from its row
+    return render(request, "catalog/home.html",
+                  {"releases": releases_public(),
+                   "hardware": list(HardwareProfile.objects.order_by("name")
+                                    .values_list("name", flat=True))})
 
 
 def release_page(request: HttpRequest, pk: int) -> HttpResponse:
