@@ -36,3 +36,9 @@ def flop_rate(flops_per_s: float | None) -> str:
 @register.filter(name="environment_text")
 def environment_text_filter(environment: dict[str, Any] | None) -> str:
     return environment_text(environment)
+
+
+@register.filter
+def every_shape_failed(results: list[dict[str, object]]) -> bool:
+    """A job whose every evaluated shape failed: its "scored" status is no success."""
+    return bool(results) and all(r.get("status") != "passed" for r in results)
