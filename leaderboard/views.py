@@ -51,7 +51,7 @@ from leaderboard.services import (
 from portal import derived_cache
 from portal.htmx import HtmxRequest
 from submissions.forms import form_or_400
-from submissions.models import ShapeResult
+from submissions.models import ShapeResult, Submission
 from submissions.visibility import visible_submission
 
 PAGE_SIZE = 50  # rows per board page; the JSON and CSV exports carry every row
@@ -177,6 +177,15 @@ def weights_page(request: HttpRequest, pk: int) -> HttpResponse:
                       release.operators.order_by("name")],
         "active": active, "error": error},
         status=400 if error else 200)
+
+
+def boards_index(request: HttpRequest) -> HttpResponse:
+    """The header's Boards link: the aggregate board of the release and hardware most recently
+    submitted to; before any submission, the home page, which lists every release's boards."""
+    latest = Submission.objects.order_by("-created_at").values("release", "hardware__name").first()
+    if latest is None:
+        return redirect("home")
+    return redirect("board", pk=latest["release"], hardware=latest["hardware__name"])
 
 
 def public_weights_page(request: HttpRequest, pk: int) -> HttpResponse:

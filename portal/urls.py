@@ -21,6 +21,7 @@ urlpatterns = [
     # before the operator pages: "weights" is no operator's name
     path("releases/<int:pk>/weights/", board_views.public_weights_page, name="release-weights"),
     path("releases/<int:pk>/<str:operator>/", catalog_views.operator_page, name="operator"),
+    path("boards/", board_views.boards_index, name="boards"),
     path("boards/<int:pk>/<str:hardware>/", board_views.board_page, name="board"),
     path("boards/<int:pk>/<str:hardware>/analysis/", board_views.analysis_page,
          name="board-analysis"),

@@ -52,8 +52,11 @@ def read_upload(*, filename: str, data: bytes, operators: Iterable[str], operato
     """Return {operator name: candidate source} or raise UploadRejected."""
     known = set(operators)
     lowered = filename.lower()
+    shown: dict[str, str] = {}  # a renamed file's name in messages: the one the team uploaded
     if lowered.endswith(".py"):
         name = operator or PurePosixPath(filename).stem
+        if f"{name}.py" != filename:
+            shown[f"{name}.py"] = f"{filename} (as {name}.py)"
         if len(data) > limits.max_file_bytes:
             raise UploadRejected(f"{filename} is {len(data)} bytes; the limit is "
                                  f"{limits.max_file_bytes} bytes per file")
@@ -67,14 +70,14 @@ def read_upload(*, filename: str, data: bytes, operators: Iterable[str], operato
                              "<operator>.py files")
     if not files:
         raise UploadRejected(f"{filename} holds no files")
-    return {_operator_of(path, known): _checked_source(path, content)
-            for path, content in files.items()}
+    return {_operator_of(path, known, shown.get(path, path)):
+            _checked_source(shown.get(path, path), content) for path, content in files.items()}
 
 
-def _operator_of(path: str, known: set[str]) -> str:
+def _operator_of(path: str, known: set[str], shown: str) -> str:
     name = path[:-3]
     if name not in known:
-        raise UploadRejected(f"{path}: no operator named '{name}' in this release "
+        raise UploadRejected(f"{shown}: no operator named '{name}' in this release "
                              f"(operators: {', '.join(sorted(known))})")
     return name
 

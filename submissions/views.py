@@ -109,9 +109,15 @@ def upload_page(request: HttpRequest) -> HttpResponse:
     # A rejected upload shows the fields as posted again (a file input cannot be refilled:
     # the page asks for the file again).
     form = SubmissionForm(request.POST, request.FILES) if request.method == "POST" else \
-        SubmissionForm(initial={"hardware": "H200", "mode": request.GET.get("mode", MODE_RANKED)})
-    context: dict[str, Any] = {"team": team,
-                               "releases": Release.objects.order_by("name", "-version"),
+        SubmissionForm(initial={"hardware": "H200", "mode": request.GET.get("mode", MODE_RANKED),
+                                "release": request.GET.get("release"),
+                                "operator": request.GET.get("operator")})
+    releases = list(Release.objects.order_by("name", "-version").prefetch_related("operators"))
+    context: dict[str, Any] = {"team": team, "releases": releases,
+                               # the operator list, one group per release: a single .py is
+                               # evaluated as the chosen one, whatever its file is called
+                               "release_operators": [(r, sorted(op.name for op in r.operators.all()))
+                                                     for r in releases],
                                "hardware": HardwareProfile.objects.order_by("name"),
                                "quota": quota_status(team), "error": None, "form": form,
                                "dsl_names": KNOWN_DSLS,

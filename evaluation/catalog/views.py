@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from evaluation.catalog.labels import operator_labels
 from evaluation.catalog.models import HardwareProfile, Operator, Release
 from evaluation.catalog.selectors import operators_public, public_files, releases_public
 
@@ -27,6 +28,7 @@ def release_page(request: HttpRequest, pk: int) -> HttpResponse:
 def operator_page(request: HttpRequest, pk: int, operator: str) -> HttpResponse:
     release = get_object_or_404(Release, pk=pk)
     op = get_object_or_404(Operator, release=release, name=operator)
+    # the shapes labelled as the boards split them; the public files follow, folded
     return render(request, "catalog/operator.html", {
         "release": release, "operator": op, "files": public_files(op),
-        "shapes": op.shapes.order_by("position")})
+        "labels": operator_labels(op)})

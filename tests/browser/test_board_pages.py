@@ -99,6 +99,13 @@ def test_an_admin_activates_new_weights_and_the_board_reorders(
     row = page.locator("tr", has=page.get_by_text(f"v{gemm_only.version}", exact=True))
     expect(row).to_contain_text("gemm_fp16 only")
     screenshot(page, "weights")
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    row.get_by_role("button", name="Activate").click()  # a second look, declined: nothing posts
+    page.wait_for_timeout(300)
+    assert asked and asked[0].startswith(f"Activate weights v{gemm_only.version}?")
+    assert not WeightSet.objects.get(pk=gemm_only.pk).active
+    page.once("dialog", lambda dialog: dialog.accept())
     row.get_by_role("button", name="Activate").click()
     expect(row).to_contain_text("active")
     expect(row.get_by_role("button")).to_have_count(0)

@@ -80,6 +80,16 @@ def test_an_unknown_operator_is_named() -> None:
     reject("a.zip", make_zip([("nope.py", GOOD)]), "no operator named 'nope'")
 
 
+def test_a_refusal_of_a_file_uploaded_for_a_chosen_operator_names_the_uploaded_file() -> None:
+    # the file is evaluated as rms_norm.py, but the team knows it as mine.py
+    reject("mine.py", b"class Model(:\n", r"^mine\.py \(as rms_norm\.py\): syntax error on line 1",
+           operator="rms_norm")
+    reject("mine.py", GOOD, r"^mine\.py \(as nope\.py\): no operator named 'nope'",
+           operator="nope")
+    reject("mine.py", b"class Kernel:\n    pass\n", r"^mine\.py \(as rms_norm\.py\) defines no class",
+           operator="rms_norm")
+
+
 def test_text_that_is_not_utf8_is_rejected() -> None:
     reject("rms_norm.py", b"x = '\xff\xfe'\n", "not UTF-8")
 
