@@ -66,6 +66,15 @@ def cmd_compare(args: argparse.Namespace, err: Console) -> int:
     return EXIT_OK
 
 
+def best_entry(entries: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The board's order: the higher S_op, then the higher share of correct shapes, then the
+    newer. "Not timed" (a CPU check) is no score, not 0: a correct untimed submission beats
+    one whose every shape failed, and one with no correct shape is never the best."""
+    correct = [e for e in entries if e["correct"] > 0]
+    return max(correct, key=lambda e: (e["s_op"] or 0.0, e["correct"] / max(e["shapes_total"], 1),
+                                       e["created_at"]), default=None)
+
+
 def history_table(doc: dict[str, Any]) -> Table:
     table = Table(title=f"{doc['operator']}: {doc['team']}'s submissions, oldest first")
     for column in ("submission", "date", "release", "hardware", "status", "S_op", "correct",
@@ -78,16 +87,21 @@ def history_table(doc: dict[str, Any]) -> Table:
                       f"{e['native']}/{e['shapes_total']}",
                       ", ".join(f"{v} {n}" for v, n in e["verdicts"].items()) or "-",
                       _source(e))
-    scored = [e for e in doc["entries"] if e["s_op"] is not None]
+    best = best_entry(doc["entries"])
     if any(_marks(e) for e in doc["entries"]):
         table.caption = "check: a check submission; interpreter: an interpreter check (never ranked)"
     if not doc["entries"]:
         table.caption = f"the team has not submitted {doc['operator']} yet"
-    elif scored:
-        best = max(scored, key=lambda e: e["s_op"])
+    else:
         marks = str(table.caption) if table.caption else ""
-        table.caption = "; ".join(filter(None, [
-            f"best S_op {best['s_op']:.3f} (submission {best['submission']})", marks]))
+        if best is None:
+            headline = "no submission has a correct shape yet"
+        elif best["s_op"] is None:
+            headline = (f"best: submission {best['submission']}, {best['correct']}/"
+                        f"{best['shapes_total']} shapes correct, not timed")
+        else:
+            headline = f"best S_op {best['s_op']:.3f} (submission {best['submission']})"
+        table.caption = "; ".join(filter(None, [headline, marks]))
     if doc["truncated"]:
         table.caption = (table.caption or "") + "; only the newest shown"
     return table

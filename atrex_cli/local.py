@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from atrex_cli.client import EXIT_HARNESS, CliError
+from atrex_cli.client import EXIT_HARNESS, EXIT_REJECTED, CliError
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,7 @@ def evaluate_local(run: LocalRun, console: Console) -> bool:
 
     if not run.candidate.is_file():
         raise CliError(f"no such candidate file: {run.candidate}")
+    source = checked_source(run.candidate)
     try:
         release = load_release(run.release)
         operator = release.operator(run.operator)
@@ -60,7 +61,7 @@ def evaluate_local(run: LocalRun, console: Console) -> bool:
     if dsl not in accepted:
         raise CliError(f"--dsl {dsl}: {release.root.name} accepts {', '.join(accepted)}")
     job = EvaluationJob(
-        operator=operator.public, candidate_source=run.candidate.read_text(encoding="utf-8"),
+        operator=operator.public, candidate_source=source,
         tolerance=operator.tolerance, shape_ids=shape_ids, dsl=dsl,
         dsl_ratio_threshold=release.settings.dsl_ratio_threshold,
         masked_paths=(release.root,) if release.has_hidden_files else ())
@@ -99,6 +100,25 @@ def evaluate_local(run: LocalRun, console: Console) -> bool:
         run.json_out.write_text(result.to_json())
         console.print(f"result written to {run.json_out}")
     return native == total
+
+
+def checked_source(path: Path) -> str:
+    """The candidate's text, refused before the harness starts (and torch loads) when it is
+    not UTF-8 or does not parse: the portal would refuse the same upload."""
+    try:
+        source = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path} is not UTF-8 text (byte {exc.start}); nothing was evaluated",
+                       exit_code=EXIT_REJECTED) from None
+    try:
+        compile(source, str(path), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise CliError(f"{path}: syntax error on line {exc.lineno}: {exc.msg}; nothing was "
+                       "evaluated", exit_code=EXIT_REJECTED) from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        raise CliError(f"{path} cannot be compiled ({type(exc).__name__}); nothing was "
+                       "evaluated", exit_code=EXIT_REJECTED) from None
+    return source
 
 
 def choose_shapes(all_ids: list[str], pattern: str | None, device: str) -> list[str]:

@@ -285,6 +285,10 @@ def cmd_submit(args: argparse.Namespace, err: Console) -> int:
         raise AuthError("no team token: run `atrex login` or set ATREX_TOKEN")
     filename, content = upload_payload(args.path)
     release = portal.find_release(api, args.release)
+    known_hardware = release.get("hardware")  # absent from portals older than this client
+    if known_hardware is not None and args.hardware not in known_hardware:
+        raise NotFound(f"no hardware profile {args.hardware!r} on this portal (known: "
+                       f"{', '.join(known_hardware) or 'none'}); nothing was uploaded")
     fields = {"release": str(release["id"]), "hardware": args.hardware, "agent": args.agent,
               "model": args.model, "notes": args.notes}
     if args.operator:

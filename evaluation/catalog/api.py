@@ -7,13 +7,13 @@ from typing import Any
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from evaluation.catalog.models import Operator, Release
+from evaluation.catalog.models import HardwareProfile, Operator, Release
 from evaluation.catalog.selectors import bundle_zip, operators_public, public_files, releases_public
 from portal.api_schema import errors
 
@@ -29,6 +29,12 @@ class ReleaseOut(serializers.Serializer[Any]):
         help_text="a shape is native when this share of its device time runs in the DSL")
     operator_count = serializers.IntegerField()
     shape_count = serializers.IntegerField()
+    hardware = serializers.SerializerMethodField(help_text=(
+        "the hardware profiles a submission may name (upload field hardware)"))
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_hardware(self, release: Release) -> list[str]:
+        return list(self.context["hardware"])
 
 
 class OperatorOut(serializers.Serializer[Any]):
@@ -40,7 +46,9 @@ class OperatorOut(serializers.Serializer[Any]):
 class ReleaseListApi(APIView):
     @extend_schema(responses=ReleaseOut(many=True))
     def get(self, request: Request) -> Response:
-        return Response(ReleaseOut(releases_public(), many=True).data)
+        hardware = list(HardwareProfile.objects.order_by("name").values_list("name", flat=True))
+        return Response(ReleaseOut(releases_public(), many=True,
+                                   context={"hardware": hardware}).data)
 
 
 class ReleaseOperatorsApi(APIView):

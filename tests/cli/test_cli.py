@@ -20,6 +20,7 @@ from atrex_cli import client
 from evaluation.catalog.importing import release_import
 from leaderboard.services import weight_set_from_release
 from portal.accounts.models import Team, token_create
+from submissions.models import Submission
 from tests.conftest import FIXTURE_RELEASE, REPO, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
 from tests.worker import celery_worker
@@ -228,6 +229,10 @@ def test_what_does_not_exist_exits_with_the_not_found_code(portal: dict[str, Any
     assert hardware.returncode == client.EXIT_NOT_FOUND
     upload = atrex(portal, *SUBMIT_NATIVE, "--hardware", "B999", token=portal["token"])
     assert upload.returncode == client.EXIT_NOT_FOUND
+    # refused before the upload: the known profiles named, nothing sent, nothing stored
+    assert "no hardware profile 'B999' on this portal (known: H100, H20, H200" in upload.stderr
+    assert "nothing was uploaded" in upload.stderr and "uploading" not in upload.stderr
+    assert not Submission.objects.exists()
 
 
 def test_another_teams_submission_is_not_found(portal: dict[str, Any]) -> None:
@@ -269,3 +274,16 @@ def test_evaluate_local_exits_9_when_a_shape_would_not_score(portal: dict[str, A
                 "--shapes", "dev-t4-h256")
     assert run.returncode == client.EXIT_EVALUATION_FAILED, run.stderr
     assert "1/1 shapes correct, 0/1 without torch work" in run.stderr and "fallback-torch" in run.stdout
+
+
+def test_evaluate_local_refuses_a_syntax_error_before_the_harness_and_names_the_file(
+        portal: dict[str, Any], tmp_path: Path) -> None:
+    broken = tmp_path / "my_norm.py"
+    broken.write_text("import torch\n\nclass Model(:\n")
+    run = atrex(portal, "evaluate-local", str(broken), "--release", str(FIXTURE_RELEASE),
+                "--operator", "rms_norm")
+    assert run.returncode == client.EXIT_REJECTED, run.stderr
+    assert f"{broken}: syntax error on line 3" in run.stderr
+    assert "nothing was evaluated" in run.stderr
+    assert "shapes correct" not in run.stderr and "candidate.py" not in run.stderr
+
