@@ -98,6 +98,18 @@ GPU_MODE, INTERPRETER_MODE = "gpu", "cpu-interpreter"  # EvaluationResult.mode
 FULL_CHECKS, REFERENCE_CHECKS = "full", "reference"  # EvaluationResult.checks
 
 
+def failed_trials_message(failures: Sequence[Comparison], trials: Sequence[Comparison]) -> str:
+    """Why a shape failed correctness, agreeing with its max-error column: the failing trial
+    quoted is the one with the largest error, and where a trial that passed had a larger
+    absolute error (within rtol of a large reference value) the message says so too."""
+    quoted = max(failures, key=lambda c: c.max_abs_error)
+    message = f"{len(failures)} of {len(trials)} trials failed; the worst: {quoted.reason}"
+    overall = max(c.max_abs_error for c in trials)
+    if overall > quoted.max_abs_error:
+        message += f" (over all trials max abs error {overall:.4g}, within tolerance there)"
+    return message
+
+
 def checks_for(job: EvaluationJob) -> str:
     """"reference" when the candidate is the operator's reference.py unchanged, else "full"."""
     try:
@@ -332,9 +344,7 @@ class _ShapeRun:
         if finite:
             self.result.worst_output = max(finite, key=lambda c: c.max_abs_error).worst_output
         if failures:
-            first = failures[0]
-            self.result.fail("correctness", f"{len(failures)} of {len(seeds)} trials failed: "
-                                            f"{first.reason}")
+            self.result.fail("correctness", failed_trials_message(failures, worst))
             return False
         self.result.status = PASSED
         self.result.stage_reached = "correctness"
