@@ -15,9 +15,11 @@ from leaderboard.models import WeightSet
 from leaderboard.selectors import (
     BOARDS,
     NUMBER_COLUMNS,
+    SUBSET_BOARDS,
     analysis_points,
     baseline_rows,
     board_freeze,
+    board_has_shapes,
     board_rows,
     dsl_rates,
     operator_board,
@@ -74,6 +76,8 @@ def board_data(query: Any, pk: int, hardware: str, board: str = "aggregate") -> 
     return {"release": release, "hardware": profile, "weight_set": weight_set, "board": board,
             "rows": rows, "freeze": board_freeze(release, profile), "baselines": baselines,
             "cache_key": key, "dsl": dsl, "dsl_rates": rates,
+            # regime and phase columns no shape of the release falls in: "–", not "not timed"
+            "empty_columns": [b for b in SUBSET_BOARDS if not board_has_shapes(release, profile, b)],
             # where recorded results among the rows came from (leaderboard/demo.py)
             "recorded": recorded,
             # the filter offers what the release accepts and what its files declared

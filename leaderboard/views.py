@@ -68,16 +68,19 @@ class Cell(NamedTuple):
     label: str = ""  # its column's header: the phone layout shows it beside the value
 
 
-def _cells(row: dict[str, Any], baseline: bool = False) -> list[Cell]:
+def _cells(row: dict[str, Any], baseline: bool = False,
+           empty_columns: frozenset[str] = frozenset()) -> list[Cell]:
     return [cell._replace(label=COLUMN_LABELS[column])
-            for column, cell in zip(COLUMNS, _values(row, baseline), strict=True)]
+            for column, cell in zip(COLUMNS, _values(row, baseline, empty_columns), strict=True)]
 
 
-def _values(row: dict[str, Any], baseline: bool) -> list[Cell]:
+def _values(row: dict[str, Any], baseline: bool, empty_columns: frozenset[str]) -> list[Cell]:
     cells = []
     for column in COLUMNS:
         value, num = row.get(column), column in NUMBER_COLUMNS
-        if column == "badges":
+        if column in empty_columns:
+            cells.append(Cell("–", num, [], f"no shape of this release is in {COLUMN_LABELS[column]}"))
+        elif column == "badges":
             cells.append(Cell("", num, [("baseline" if baseline else b, b) for b in value or ()]))
         elif column == "submission":
             cells.append(Cell(f"#{value}" if value else "", num, [],
@@ -101,14 +104,17 @@ def board_page(request: HtmxRequest, pk: int, hardware: str,
     sort = request.GET.get("sort", data["board"])
     page_number = request.GET.get("page")
 
+    empty = frozenset(data["empty_columns"])
+
     def table() -> str:
         """The table and pager: the same for every visitor, so rendered once per version."""
         page = Paginator(rows, PAGE_SIZE).get_page(page_number)
         shown = [*page.object_list, *data["baselines"]]
         return render_to_string("leaderboard/board.html#table", {
-            "page": page, "table": [_cells(row) for row in page.object_list],
+            "page": page, "table": [_cells(row, empty_columns=empty) for row in page.object_list],
             "environments": sorted({str(r["environment"]) for r in shown if r.get("environment")}),
-            "baseline_table": [_cells(row, baseline=True) for row in data["baselines"]],
+            "baseline_table": [_cells(row, baseline=True, empty_columns=empty)
+                               for row in data["baselines"]],
             "columns": [(c, COLUMN_LABELS[c]) for c in COLUMNS],
             "number_columns": NUMBER_COLUMNS, "sort": sort,
             "query": query.urlencode()})
