@@ -41,7 +41,7 @@ from evaluation.protocol import (
     publish_stop,
     stop_message,
 )
-from portal.audit.models import audit
+from portal.audit.models import AuditEntry, audit
 from submissions.models import EvaluationJob
 from submissions.results import store_shape
 
@@ -183,12 +183,22 @@ def job_cancel(*, job: EvaluationJob) -> bool:
     return True
 
 
-def job_rerun(*, job: EvaluationJob, actor: object) -> None:
-    """Evaluate again as a new attempt (admins; no quota). Results of older attempts stay."""
+def job_rerun(*, job: EvaluationJob, actor: object,
+              unless_rerun_within: timedelta | None = None) -> bool:
+    """Evaluate again as a new attempt (admins; no quota). Results of older attempts stay.
+
+    With `unless_rerun_within`, a job re-run that recently and still queued is left alone
+    (False): a second click on the admin's "Re-run" must not replace the attempt the first
+    click queued. A job queued longer (its message lost, say) is re-run."""
     with transaction.atomic():
         locked = _locked_job(job.pk)
         if locked is None:
-            return
+            return False
+        if unless_rerun_within is not None and locked.status == EvaluationJob.Status.QUEUED \
+                and AuditEntry.objects.filter(action="job.rerun", target=f"job:{job.pk}",
+                                              at__gte=timezone.now() - unless_rerun_within
+                                              ).exists():
+            return False
         before = {"status": locked.status, "attempts": locked.attempts}
         locked.error, locked.infrastructure_failure = "", False
         locked.finished_at, locked.shapes_done = None, 0
@@ -202,6 +212,7 @@ def job_rerun(*, job: EvaluationJob, actor: object) -> None:
         if old_attempt:
             transaction.on_commit(lambda: _stop_attempts(locked.pk, old_attempt), robust=True)
         transaction.on_commit(send)
+    return True
 
 
 def dispatch_all(job_ids: list[int]) -> None:

@@ -116,3 +116,42 @@ def test_the_quarantine_page_shows_the_evidence_and_records_decisions(
     assert send.call_args.args[0] == "leaderboard.rescore_submission"
     page = admin_client.get("/staff/quarantine/").content.decode()
     assert "rejected by root" in page
+
+
+def test_a_rerun_says_what_it_queued_and_a_second_click_queues_nothing(
+        world: dict[str, Any], admin_client: Client,  # noqa: F811
+        django_capture_on_commit_callbacks: Any) -> None:
+    job = EvaluationJob.objects.first()
+    assert job is not None
+    action = {"action": "rerun_jobs", "_selected_action": [job.pk]}
+    with mock.patch("submissions.jobs.current_app.send_task") as send, \
+            django_capture_on_commit_callbacks(execute=True):
+        first = admin_client.post("/admin/submissions/evaluationjob/", action, follow=True)
+        second = admin_client.post("/admin/submissions/evaluationjob/", action, follow=True)
+    said = [str(m) for m in first.context["messages"]]
+    assert said == [f"Re-run queued for 1 job (jobs {job.pk}): new attempts on the low-priority "
+                    "queue, after the teams' jobs; the boards leave those submissions out "
+                    "until they end."]
+    again = [str(m) for m in second.context["messages"]]
+    assert again == [f"1 job ({job.pk}) re-run in the last 10 minutes and still queued: left "
+                     "as they are, not re-run twice."]
+    job.refresh_from_db()
+    sent = [c.kwargs["args"][0]["attempt"] for c in send.call_args_list
+            if isinstance(c.kwargs["args"][0], dict) and "attempt" in c.kwargs["args"][0]]
+    assert job.attempts == 2 and sent == [2]  # one new attempt sent, not two
+    assert AuditEntry.objects.filter(action="job.rerun").count() == 1
+
+
+def test_the_admin_submission_list_shows_each_submissions_jobs_by_status(
+        world: dict[str, Any], admin_client: Client) -> None:  # noqa: F811
+    submission = EvaluationJob.objects.select_related("candidate__submission").first()
+    assert submission is not None
+    jobs = EvaluationJob.objects.filter(candidate__submission=submission.candidate.submission)
+    jobs.update(status="scored")
+    first = jobs.order_by("pk").first()
+    assert first is not None
+    EvaluationJob.objects.filter(pk=first.pk).update(status="running")
+    page = admin_client.get("/admin/submissions/submission/").content.decode()
+    assert "<th scope=\"col\" class=\"column-jobs_status\">" in page
+    expected = f"1 running, {jobs.count() - 1} scored" if jobs.count() > 1 else "1 running"
+    assert f'<td class="field-jobs_status">{expected}</td>' in page
