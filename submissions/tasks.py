@@ -28,6 +28,12 @@ def sweep_jobs() -> dict[str, list[int]]:
     return {"requeued": report.requeued, "failed": report.failed}
 
 
+@shared_task(name=webhooks.TEST_DELIVER_TASK)
+def deliver_webhook_test(team_id: int, body: str, delivery: str) -> None:
+    """The team page's test ping (queue `results`): tried once, never raises."""
+    webhooks.deliver_test(team_id, body, delivery)
+
+
 @shared_task(name=webhooks.DELIVER_TASK, bind=True, max_retries=None)
 def deliver_webhook(self: Task[Any, Any], submission_id: int, body: str, delivery: str) -> None:
     """POST a submission's end to its team's webhook (queue `results`, sent after commit).

@@ -46,7 +46,12 @@ from submissions.sharing import (
 from submissions.throttles import UploadThrottle
 from submissions.upload import UploadRejected
 from submissions.visibility import visible_submission
-from submissions.webhooks import WebhookRejected, team_webhook_rotate_secret, team_webhook_set
+from submissions.webhooks import (
+    WebhookRejected,
+    team_webhook_rotate_secret,
+    team_webhook_set,
+    test_delivery_queue,
+)
 
 
 @login_required
@@ -59,7 +64,7 @@ def team_page(request: HttpRequest) -> HttpResponse:
         return render(request, "submissions/no_team.html", {
             "admin": is_admin(request), "submissions": recent_submissions(viewer_of(request))},
             status=403 if request.method == "POST" else 200)
-    new_token, settings_error = None, None
+    new_token, settings_error, test_sent = None, None, None
     if request.method == "POST":
         # Each of the page's forms posts its own field: which one came says what to do.
         if "revoke" in request.POST:
@@ -83,12 +88,17 @@ def team_page(request: HttpRequest) -> HttpResponse:
                 settings_error = str(exc)
         elif "webhook_rotate" in request.POST:
             team_webhook_rotate_secret(team=team, actor=request.user)
+        elif "webhook_test" in request.POST:
+            try:
+                test_sent = test_delivery_queue(team=team, actor=request.user)
+            except WebhookRejected as exc:
+                settings_error = str(exc)
         elif "invite_create" in request.POST:
             invite_create(team=team, created_by=request.user)
     return render(request, "submissions/team.html", {
         "team": team, "members": team.members.order_by("username"),
         "tokens": team.tokens.order_by("-created_at"), "new_token": new_token,
-        "settings_error": settings_error,
+        "settings_error": settings_error, "test_sent": test_sent,
         "webhook_url": request.POST.get("webhook_url", team.webhook_url)
         if settings_error else team.webhook_url,
         "quota": quota_status(team), "submissions": recent_submissions(viewer_of(request)),

@@ -32,6 +32,7 @@ import secrets
 import socket
 import ssl
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -54,7 +55,9 @@ from submissions.selectors import active_score, submission_outcomes, submission_
 logger = logging.getLogger(__name__)
 
 DELIVER_TASK = "submissions.deliver_webhook"
+TEST_DELIVER_TASK = "submissions.deliver_webhook_test"
 EVENT = "submission.ended"
+TEST_EVENT = "ping"  # the team page's "Send a test delivery": no submission, same signing
 SIGNATURE_HEADER = "X-Atrex-Signature"
 DELIVERY_HEADER = "X-Atrex-Delivery"
 EVENT_HEADER = "X-Atrex-Event"
@@ -266,11 +269,48 @@ def deliver(submission_id: int, body: str, delivery: str) -> Delivered | None:
            .values("pk", "webhook_url", "webhook_secret").first())
     if not row or not row["webhook_url"]:
         return None
-    url, data = row["webhook_url"], body.encode()
+    status = _signed_post(row, body, delivery, EVENT)
+    record(row["pk"], f"submission {submission_id}: HTTP {status}")
+    return Delivered(status=status, url=row["webhook_url"])
+
+
+def test_delivery_queue(*, team: Team, actor: Any) -> str:
+    """Queue a signed "ping" to the team's webhook (results queue, after commit), so a team
+    can check its receiver and its secret without waiting for a submission to end. Tried
+    once; the answer shows as the team page's last delivery. Returns the delivery id."""
+    if not team.webhook_url:
+        raise WebhookRejected("webhook_url: save a webhook URL first, then test it")
+    delivery = uuid.uuid4().hex
+    body = json.dumps({"event": TEST_EVENT, "delivery": delivery, "team": team.name,
+                       "test": True, "sent_at": timezone.now().isoformat()}, sort_keys=True)
+    audit(actor=actor, action="team.webhook_test", target=f"team:{team.pk}", before=None,
+          after={"delivery": delivery})
+    transaction.on_commit(lambda: current_app.send_task(
+        TEST_DELIVER_TASK, args=[team.pk, body, delivery], queue=RESULTS_QUEUE), robust=True)
+    return delivery
+
+
+def deliver_test(team_id: int, body: str, delivery: str) -> None:
+    """The test ping, once: its answer or its failure is the team page's last delivery."""
+    row = Team.objects.filter(pk=team_id).values("pk", "webhook_url", "webhook_secret").first()
+    if not row or not row["webhook_url"]:
+        return
     try:
-        status = _post(url, data, {
+        status = _signed_post(row, body, delivery, TEST_EVENT)
+    except DeliveryFailed as exc:
+        record(team_id, f"test delivery {delivery[:8]}: failed: {exc}")
+        return
+    record(team_id, f"test delivery {delivery[:8]}: HTTP {status}")
+
+
+def _signed_post(row: Mapping[str, Any], body: str, delivery: str, event: str) -> int:
+    """POST `body` to the row's webhook URL, signed with its secret; the 2xx status, else
+    DeliveryFailed saying whether trying again could help."""
+    data = body.encode()
+    try:
+        status = _post(row["webhook_url"], data, {
             "Content-Type": "application/json", "User-Agent": "atrex-portal-webhook/1",
-            EVENT_HEADER: EVENT, DELIVERY_HEADER: delivery,
+            EVENT_HEADER: event, DELIVERY_HEADER: delivery,
             SIGNATURE_HEADER: signature(row["webhook_secret"], data)})
     except WebhookRejected as exc:
         raise DeliveryFailed(str(exc), retry=isinstance(exc, WebhookUnresolved)) from None
@@ -278,8 +318,7 @@ def deliver(submission_id: int, body: str, delivery: str) -> Delivered | None:
         raise DeliveryFailed(f"{type(exc).__name__}: {exc}", retry=True) from None
     if not 200 <= status < 300:
         raise DeliveryFailed(f"HTTP {status}", retry=status >= 500 or status in _RETRY_STATUSES)
-    record(row["pk"], f"submission {submission_id}: HTTP {status}")
-    return Delivered(status=status, url=url)
+    return status
 
 
 def _post(url: str, data: bytes, headers: dict[str, str]) -> int:

@@ -26,7 +26,7 @@ from leaderboard.tasks import rescore_submission_task
 from portal.accounts.models import Team
 from submissions.jobs import job_rerun
 from submissions.models import EvaluationJob, Submission
-from submissions.tasks import deliver_webhook
+from submissions.tasks import deliver_webhook, deliver_webhook_test
 from submissions.webhooks import (
     DELIVER_TASK,
     DeliveryFailed,
@@ -332,3 +332,45 @@ def test_the_team_page_shows_the_secret_and_the_last_delivery(receiver: Receiver
     html = client.get("/team/").content.decode()
     assert team.webhook_secret in html and "2026-12-01 10:00:00 UTC, x" in html
     assert Client().get("/team/").status_code == 302
+
+
+# Testing it from the team page
+
+
+def test_the_team_page_sends_a_signed_test_ping_and_shows_its_answer(
+        receiver: Receiver, django_capture_on_commit_callbacks: Any) -> None:
+    team = hooked_team(receiver.url)
+    client = signed_in(member_of(team, "tess"))
+    with mock.patch("submissions.webhooks.current_app.send_task") as send, \
+            django_capture_on_commit_callbacks(execute=True):
+        page = client.post("/team/", {"webhook_test": "1"}).content.decode()
+    assert 'id="webhook-test-sent"' in page
+    [queued] = send.call_args_list
+    assert queued.args[0] == "submissions.deliver_webhook_test"
+    assert queued.kwargs["queue"] == RESULTS_QUEUE
+    deliver_webhook_test.apply(args=queued.kwargs["args"])
+    [request] = receiver.received
+    body = request["body"]
+    assert request["headers"]["X-Atrex-Event"] == "ping"
+    assert request["headers"]["X-Atrex-Signature"] == "sha256=" + hmac.new(
+        team.webhook_secret.encode(), body, hashlib.sha256).hexdigest()
+    doc = json.loads(body)
+    assert doc["event"] == "ping" and doc["test"] is True and doc["team"] == "Hooked"
+    shown = client.get("/team/").content.decode()
+    assert f"test delivery {doc['delivery'][:8]}: HTTP 200" in shown
+
+    receiver.replies = [(503, 0.0, {})]  # a failing receiver: tried once, the failure shown
+    with mock.patch("submissions.webhooks.current_app.send_task") as send, \
+            django_capture_on_commit_callbacks(execute=True):
+        client.post("/team/", {"webhook_test": "1"})
+    deliver_webhook_test.apply(args=send.call_args.kwargs["args"])
+    assert len(receiver.received) == 2
+    team.refresh_from_db()
+    assert ": failed: HTTP 503" in team.webhook_last_delivery
+
+
+def test_a_test_ping_without_a_webhook_says_to_set_one() -> None:
+    client = signed_in(member_of(TeamFactory(), "nina"))
+    with mock.patch("submissions.webhooks.current_app.send_task") as send:
+        page = client.post("/team/", {"webhook_test": "1"}).content.decode()
+    assert "save a webhook URL first, then test it" in page and not send.called
