@@ -131,7 +131,7 @@ def test_a_check_chosen_on_the_upload_form_is_labelled_on_its_page(page: Page) -
     page.get_by_label("Release").select_option(label="atrex-fixture v1")
     page.get_by_label("File").set_input_files(str(SAMPLE_CANDIDATES / "rms_norm" /
                                                   "triton_native.py"))
-    page.get_by_label("Operator").fill("rms_norm")
+    page.get_by_label("Operator").select_option("rms_norm")
     page.get_by_label("Check: evaluated the same way").check()
     screenshot(page, "upload-check")
     page.get_by_role("button", name="Submit").click()

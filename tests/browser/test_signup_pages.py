@@ -52,7 +52,7 @@ def test_a_visitor_signs_up_invites_a_teammate_and_submits(page: Page, settings:
         "username", flat=True)) == {"nova", "ivo"}
 
     page.goto("/submit/")
-    page.get_by_label("Operator").fill("rms_norm")  # the file is not named after it
+    page.get_by_label("Operator").select_option("rms_norm")  # the file is not named after it
     page.locator("input[name=file]").set_input_files(
         str(SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py"))
     page.get_by_role("button", name="Submit").click()

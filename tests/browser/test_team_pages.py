@@ -36,7 +36,7 @@ def upload(page: Page, path: Path, *, operator: str = "", agent: str = "",
            tokens: str = "") -> None:
     page.goto("/submit/")
     page.get_by_label("Release").select_option(label="atrex-fixture v1")
-    page.get_by_label("Operator").fill(operator)
+    page.get_by_label("Operator").select_option(operator)
     page.get_by_label("File").set_input_files(str(path))
     page.get_by_label("Agent").fill(agent)
     page.get_by_label("Output tokens").fill(tokens)
