@@ -13,8 +13,12 @@ Usage (on a GPU host, from the repository root):
     python benchmarks/worker_speed.py --release DIR --operator rms_norm \
         --candidate evaluation/sample_candidates/rms_norm/triton_native.py [--jobs 3] [--json OUT]
 
-Prints a table last. The portal's cost per shape also includes the broker's round trips,
-which `scale_out.py` measures end to end.
+Prints a table last, then where the seconds went (`--steps`): per step, seconds per shape
+summed over the shapes of each mode's last job (harness/steps.py; "child.X" is the trusted
+side waiting on the child's request X, "in_child.X.Y" the child's own account of it). The
+portal's cost per shape also includes the broker's round trips, which `scale_out.py`
+measures end to end. Each run also keeps its per-shape medians (`medians`), so two runs of
+one mode give the repeat figures.
 """
 
 from __future__ import annotations
@@ -49,7 +53,11 @@ def cli_runs(release: Path, operator: str, source: str, shapes: list[str],
         seconds = time.perf_counter() - started
         runs.append({"seconds": seconds, "shapes": len(result.shapes),
                      "passed": sum(s.status == "passed" for s in result.shapes),
-                     "child_start_s": result.child_start_seconds})
+                     "child_start_s": result.child_start_seconds,
+                     "steps": summed_steps([s.steps for s in result.shapes]),
+                     "shape_seconds": sum(s.seconds for s in result.shapes),
+                     "medians": {s.shape_id: (s.timing or {}).get("median_s")
+                                 for s in result.shapes}})
     return runs
 
 
@@ -79,10 +87,39 @@ def worker_runs(release: Path, operator: str, source: str, shapes: list[str],
             [result] = [p["result"] for k, p in events if k == "result"]
             runs.append({"seconds": seconds, "shapes": len(result["shapes"]),
                          "passed": sum(s["status"] == "passed" for s in result["shapes"]),
-                         "child_start_s": result["child_start_seconds"]})
+                         "child_start_s": result["child_start_seconds"],
+                         "steps": summed_steps([s.get("steps") or {} for s in result["shapes"]]),
+                         "shape_seconds": sum(s["seconds"] for s in result["shapes"]),
+                         "medians": {s["shape_id"]: (s.get("timing") or {}).get("median_s")
+                                     for s in result["shapes"]}})
     finally:
         warm.close()
     return runs
+
+
+def summed_steps(per_shape: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """The shapes' step reports added up: {step: {"seconds": s, "count": n}}."""
+    total: dict[str, dict[str, float]] = {}
+    for report in per_shape:
+        for name, seconds in (report.get("seconds") or {}).items():
+            entry = total.setdefault(name, {"seconds": 0.0, "count": 0})
+            entry["seconds"] += seconds
+            entry["count"] += (report.get("counts") or {}).get(name, 1)
+    return total
+
+
+def print_steps(mode: str, run: dict[str, Any], limit: int = 40) -> None:
+    """One run's steps, largest first: seconds per shape, share of the shapes' time, calls
+    per shape."""
+    shapes = max(run["shapes"], 1)
+    print(f"\n{mode}: where a shape's {run['shape_seconds'] / shapes:.3f} s went "
+          f"(job {run['seconds'] / shapes:.3f} s/shape), per shape:")
+    print(f"  {'step':52} {'s/shape':>9} {'share':>7} {'n/shape':>8}")
+    ordered = sorted(run["steps"].items(), key=lambda kv: -kv[1]["seconds"])
+    for name, entry in ordered[:limit]:
+        share = entry["seconds"] / run["shape_seconds"] if run["shape_seconds"] else 0.0
+        print(f"  {name:52} {entry['seconds'] / shapes:9.4f} {share:7.1%} "
+              f"{entry['count'] / shapes:8.1f}")
 
 
 def main() -> None:
@@ -94,6 +131,7 @@ def main() -> None:
     parser.add_argument("--shapes", type=int, default=0, help="the first N shapes; 0: all")
     parser.add_argument("--modes", default="cli,worker")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--steps", action="store_true", help="print each mode's step table")
     args = parser.parse_args()
     op = load_release(args.release).operator(args.operator)
     shapes = [s.id for s in op.public.shapes if not s.id.startswith("dev-")]
@@ -118,6 +156,9 @@ def main() -> None:
         print(f"  {mode:6} {per_shape[mode]:.3f} (first job {values[0]:.3f})")
     if "cli" in per_shape and "worker" in per_shape:
         print(f"  worker / cli: {per_shape['worker'] / per_shape['cli']:.2f}")
+    if args.steps:
+        for mode in args.modes.split(","):
+            print_steps(mode, report[mode][-1])
 
 
 if __name__ == "__main__":

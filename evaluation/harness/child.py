@@ -40,6 +40,7 @@ from .operator_files import (
     tensor_bytes,
 )
 from .output_files import write_call_file
+from .steps import Steps
 from .timed_calls import FreshInputs, TimedCall, TimedCallChecks
 
 TRACEBACK_TAIL_CHARS = 3000
@@ -154,11 +155,14 @@ class ChildRuntime:
             if command == "exit":
                 return
             handler = getattr(self, f"do_{command}")
+            self.steps = Steps()  # this request's account of its seconds (harness/steps.py)
+            started = time.perf_counter()
             try:
                 reply = handler(request)
                 self._check_integrity(command)
                 self._release_memory()
-                ChildRuntime.emit(self, event="done", **reply)
+                self.steps.add("total", time.perf_counter() - started)
+                ChildRuntime.emit(self, event="done", **reply, steps=self.steps.as_report())
             except StageError as exc:
                 self._release_memory()
                 self._report(exc, command)
@@ -236,24 +240,33 @@ class ChildRuntime:
         return model
 
     def do_correctness(self, request: dict[str, Any]) -> dict[str, Any]:
-        model = self.model_for(request)
+        with self.steps("import_and_init"):  # the candidate's import (once) and Model(...)
+            model = self.model_for(request)
         names: set[str] = set()  # what the trials ran, for the parent's check of timed calls
         for index, seed in enumerate(request["trial_seeds"]):
             stage = "compile" if index == 0 else "correctness"
-            inputs = make_inputs(self._inputs(), request["input_kwargs"], seed, self.device)
-            _reseed()
-            before = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
-            _poison(self.device, max(2 * tensor_bytes(inputs), 1 << 20))
+            with self.steps("inputs"):
+                inputs = make_inputs(self._inputs(), request["input_kwargs"], seed, self.device)
+                _reseed()
+                before = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
+                _poison(self.device, max(2 * tensor_bytes(inputs), 1 << 20))
+                _synchronize(self.device)
             started = time.perf_counter()
             try:
                 with torch.no_grad(), self._observing(names):
+                    call_started = time.perf_counter()
                     result = model(**inputs)
                     _synchronize(self.device)
+                    call_s = time.perf_counter() - call_started
             except Exception as exc:  # noqa: BLE001
                 what = "first call" if index == 0 else f"correctness trial {index}"
                 raise StageError(stage, f"{what} raised {type(exc).__name__}: {exc}", _tail()) from exc
             seconds = time.perf_counter() - started
-            saved = self._save_call(result, inputs, before, stage, f"trial{index}")
+            self.steps.add("first_call" if index == 0 else "trial_calls", call_s)
+            # the profiler's start and stop around the call (GPU), the recorder's on a CPU
+            self.steps.add("observing", max(seconds - call_s, 0.0))
+            with self.steps("save_outputs"):
+                saved = self._save_call(result, inputs, before, stage, f"trial{index}")
             ChildRuntime.emit(self, event="trial", index=index, seconds=seconds, **saved)
         return {"kernel_names": sorted(names)}
 
@@ -295,9 +308,11 @@ class ChildRuntime:
 
     def do_adoption(self, request: dict[str, Any]) -> dict[str, Any]:
         model = self.model_for(request)
-        inputs = make_inputs(self._inputs(), request["input_kwargs"], request["seed"], self.device)
-        _reseed()
-        before = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
+        with self.steps("inputs"):
+            inputs = make_inputs(self._inputs(), request["input_kwargs"], request["seed"],
+                                 self.device)
+            _reseed()
+            before = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
         launches = self._recorder()
         kernels: list[tuple[str, float]] = []
         if self.device.type == "cuda":
@@ -306,14 +321,17 @@ class ChildRuntime:
             from .timing import device_records
 
             activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
-            with self.adapter.recording(launches), torch.no_grad(), \
-                    torch.profiler.profile(activities=activities) as prof:
+            with self.steps("profiled_call"), self.adapter.recording(launches), \
+                    torch.no_grad(), torch.profiler.profile(activities=activities) as prof:
                 result = model(**inputs)
                 torch.cuda.synchronize()
-            kernels = [(name, (end - start) * 1e-9) for name, start, end in device_records(prof)]
+            with self.steps("records_parse"):
+                kernels = [(name, (end - start) * 1e-9)
+                           for name, start, end in device_records(prof)]
             names = {name for name, _ in kernels}
             credit_compiled(launches, self.adapter.compiled_kernels(), names)
-            aten_ops = _profiled_aten_ops(prof)
+            with self.steps("records_parse"):
+                aten_ops = _profiled_aten_ops(prof)
         else:
             # The CPU has no device records: aten ops dispatched outside DSL launches are the
             # evidence (the interpreter's own ops happen inside launches and are skipped).
@@ -324,7 +342,8 @@ class ChildRuntime:
         self._check_threads()
         # The recorded call's output is checked too: a candidate that behaves one way while
         # it is watched and another while it is checked would otherwise pass both.
-        call = self._save_call(result, inputs, before, "adoption", "adoption")
+        with self.steps("save_outputs"):
+            call = self._save_call(result, inputs, before, "adoption", "adoption")
         return {
             "call": call,
             "dsl_kernel_names": sorted(launches.own_kernels),
@@ -350,7 +369,8 @@ class ChildRuntime:
             _reseed()
             return inputs
 
-        sets = [draw(seed) for seed in request["seeds"]]
+        with self.steps("inputs"):
+            sets = [draw(seed) for seed in request["seeds"]]
         fresh = FreshInputs(draw, sets, request["seeds"])
 
         def save(call: TimedCall) -> dict[str, Any]:
@@ -367,7 +387,8 @@ class ChildRuntime:
             from .timing import CudaContextCorrupted, measure_forward
 
             try:
-                report = measure_forward(forward, sets, settings, fresh.refill, checks.after)
+                report = measure_forward(forward, sets, settings, fresh.refill, checks.after,
+                                         steps=self.steps)
             except CudaContextCorrupted as exc:
                 self.fatal = True
                 raise StageError("performance", str(exc), _tail()) from exc
@@ -376,15 +397,18 @@ class ChildRuntime:
                                                 "no kernel may be named like the harness's "
                                                 "markers") from exc
         else:
-            for inputs in sets:  # the warm-up calls a GPU run makes before timing
-                forward(inputs)
+            with self.steps("timing.warmup"):
+                for inputs in sets:  # the warm-up calls a GPU run makes before timing
+                    forward(inputs)
             launches = self._recorder()
             for sample in range(settings.unmeasured_calls):
                 index = sample % len(sets)
-                seed, before = fresh.refill(index)
-                with self.adapter.recording(launches):
+                with self.steps("timing.sample.fresh_inputs"):
+                    seed, before = fresh.refill(index)
+                with self.steps("timing.sample.call"), self.adapter.recording(launches):
                     result = forward(sets[index])
-                checks.after(TimedCall(sample, seed, sets[index], before, result))
+                with self.steps("timing.sample.spot_checks"):
+                    checks.after(TimedCall(sample, seed, sets[index], before, result))
             report = not_measured("not measured: no GPU (CPU interpreter mode)")
             report.timed_kernel_names = sorted(launch_names(launches))
         self._check_threads()

@@ -50,6 +50,7 @@ from .sandbox import (
     WarmChildren,
     describe_exit,
 )
+from .steps import Steps, checked_child_steps
 from .timing import TimingSettings
 
 
@@ -246,6 +247,10 @@ class _ShapeRun:
         self.observed_kernels: set[str] = set()
         self.base = {"shape_id": shape_id, "init_kwargs": dict(self.spec.init_kwargs),
                      "input_kwargs": dict(self.spec.input_kwargs), "init_seed": self.init_seed}
+        # Where this shape's seconds go (harness/steps.py): the trusted side's steps, each
+        # round trip to the child, and the child's own account of each request.
+        self.steps = Steps()
+        self._judging_s = 0.0  # judging trials while the child runs the next (in a request)
 
     def run(self) -> ShapeResult:
         started = time.perf_counter()
@@ -274,12 +279,32 @@ class _ShapeRun:
             # Why the process died, ran out of forks or stalled, where a limit says it.
             self.result.error = f"{self.result.error}; {'; '.join(breaches)}"
         self.result.seconds = time.perf_counter() - started
+        self.result.steps = self.steps.as_report()
         return self.result
+
+    def _request(self, command: dict[str, Any], timeout: float,
+                 on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """One request to the child, its round trip timed apart from the judging the
+        trusted side did meanwhile, and the child's own account of it merged in."""
+        name = str(command["cmd"])
+        with self.steps("child_start_wait"):  # a child started ahead is ready: ~0 s
+            self.child.ensure_started()
+        judged_before = self._judging_s
+        started = time.perf_counter()
+        try:
+            done = self.child.request(command, timeout, on_event=on_event) if on_event \
+                else self.child.request(command, timeout)
+        finally:
+            self.steps.add(f"child.{name}", time.perf_counter() - started
+                           - (self._judging_s - judged_before))
+        seconds, counts = checked_child_steps(done.get("steps"))
+        self.steps.merge(f"in_child.{name}.", seconds, counts)
+        return done
 
     def _reference(self) -> torch.nn.Module:
         """The trusted reference for this shape, built once (same seed as the candidate's)."""
         if self._reference_model is None:
-            with _trusted_allocations(self.device):
+            with _trusted_allocations(self.device), self.steps("reference_build"):
                 self._reference_model = make_model(self.trusted.reference_class,
                                                    self.spec.init_kwargs, self.init_seed,
                                                    self.device)
@@ -310,7 +335,9 @@ class _ShapeRun:
         one_at_a_time = self._input_bytes() > self.settings.overlap_input_bytes
 
         def judge(event: dict[str, Any]) -> None:
+            judging = time.perf_counter()
             comparison = self._check_trial(reference, seeds[event["index"]], event)
+            self._judging_s += time.perf_counter() - judging
             self.result.trials_checked += 1
             worst.append(comparison)
             if not comparison.passed:
@@ -330,8 +357,8 @@ class _ShapeRun:
             if not one_at_a_time:
                 judge(event)
 
-        done = self.child.request({"cmd": "correctness", **self.base, "trial_seeds": seeds},
-                                  self.settings.compile_timeout_s, on_event=on_trial)
+        done = self._request({"cmd": "correctness", **self.base, "trial_seeds": seeds},
+                             self.settings.compile_timeout_s, on_event=on_trial)
         self.observed_kernels |= _kernel_names(done.get("kernel_names"), "correctness")
         if one_at_a_time:
             for event in reported:
@@ -352,22 +379,28 @@ class _ShapeRun:
 
     def _check_trial(self, reference: torch.nn.Module, seed: int, event: dict[str, Any]) -> Comparison:
         with _trusted_allocations(self.device):
-            inputs = make_inputs(self.trusted.inputs, self.spec.input_kwargs, seed, self.device)
-            originals = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
-            with torch.no_grad():
+            with self.steps("inputs"):
+                inputs = make_inputs(self.trusted.inputs, self.spec.input_kwargs, seed,
+                                     self.device)
+                originals = {k: v.clone() for k, v in inputs.items()
+                             if isinstance(v, torch.Tensor)}
+                _synchronize(self.device)
+            with torch.no_grad(), self.steps("reference"):
                 expected = as_output_dict(reference(**inputs))
+                _synchronize(self.device)
         if expected is None:
             raise HarnessError("the reference returned neither a tensor nor a dict of tensors: "
                                "the release is broken")
         # The child's file is read only after its layout matched what the reference and the
         # inputs say it must hold: at most their size is ever read (output_files.py).
-        payload = self._load_trial(event, expected, originals)
+        with self.steps("output_read"):
+            payload = self._load_trial(event, expected, originals)
         if isinstance(payload, str):
             return Comparison(False, float("inf"), float("inf"), None, payload)
         tol = self.job.tolerance
         # comparing holds the outputs of both sides and the inputs twice: the trusted side's
         # memory too (compare_outputs works a chunk at a time to keep it small)
-        with _trusted_allocations(self.device):
+        with _trusted_allocations(self.device), self.steps("compare"):
             comparison = compare_outputs(payload.outputs, expected, tol.atol, tol.rtol)
             if not comparison.passed:
                 return comparison
@@ -436,8 +469,8 @@ class _ShapeRun:
     def _adoption(self) -> None:
         self.stage = "adoption"
         seed = self.seeds.draw()
-        done = self.child.request({"cmd": "adoption", **self.base, "seed": seed},
-                                  self.settings.call_timeout_s)
+        done = self._request({"cmd": "adoption", **self.base, "seed": seed},
+                             self.settings.call_timeout_s)
         call = done.get("call")
         if not isinstance(call, dict):
             raise CandidateError("adoption", "the result channel sent no output of the "
@@ -497,7 +530,7 @@ class _ShapeRun:
         timeout = timing.max_seconds + self.settings.call_timeout_s
         clocks_before = environment.clocks(self.device)
         try:
-            done = self.child.request(request, timeout)
+            done = self._request(request, timeout)
         except CandidateError as exc:
             if not timing.allow_graph or "graph capture" not in exc.message:
                 raise
@@ -506,7 +539,7 @@ class _ShapeRun:
             self.trusted.capture_poisoned_on = self.spec.id
             graph_error = exc.message.splitlines()[0][:300]
             request["settings"] = dataclasses.asdict(dataclasses.replace(timing, allow_graph=False))
-            done = self.child.request(request, timeout)
+            done = self._request(request, timeout)
         self.result.environment = {**self.trusted.environment, "clocks_before": clocks_before,
                                    "clocks_after": environment.clocks(self.device)}
         report = _checked_timing(done.get("timing"))
@@ -524,7 +557,7 @@ class _ShapeRun:
     def _input_bytes(self) -> int:
         """The size of one input set, measured once on a set the trusted side draws and drops."""
         if self._input_set_bytes is None:
-            with _trusted_allocations(self.device):
+            with _trusted_allocations(self.device), self.steps("input_size_probe"):
                 probe = make_inputs(self.trusted.inputs, self.spec.input_kwargs, 0, self.device)
             self._input_set_bytes = tensor_bytes(probe)
             del probe
@@ -608,6 +641,12 @@ def _checked_timing(timing: object) -> dict[str, Any]:
                                    and timing["median_s"] > 0):
         raise CandidateError("performance", "the timing report has no positive median")
     return timing
+
+
+def _synchronize(device: torch.device) -> None:
+    """Ends the device work a step queued, so the step's seconds hold it (GPU only)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def _shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:

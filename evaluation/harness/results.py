@@ -62,6 +62,9 @@ class ShapeResult:
     environment: dict[str, Any] | None = None
     seconds: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    # Where the shape's seconds went, step by step (harness/steps.py): {"seconds": {step:
+    # s}, "counts": {step: n}}; diagnostic, never scored.
+    steps: dict[str, Any] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str | None:

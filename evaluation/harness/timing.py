@@ -54,6 +54,7 @@ import triton
 import triton.language as tl
 from torch.autograd import DeviceType  # type: ignore[attr-defined]
 
+from .steps import Steps
 from .timed_calls import TimedCall
 
 MIN_FLUSH_BYTES = 256 * 1024 * 1024
@@ -203,14 +204,17 @@ def measure_forward(
     settings: TimingSettings,
     refill: Callable[[int], tuple[int, Mapping[str, torch.Tensor]]] | None = None,
     after_call: Callable[[TimedCall], None] | None = None,
+    steps: Steps | None = None,
 ) -> TimingReport:
     """Time the forward. `refill(i)` gives input set i new contents before a sample and
-    returns their seed and a copy; `after_call` sees every call (for the spot checks)."""
+    returns their seed and a copy; `after_call` sees every call (for the spot checks);
+    `steps` receives where the seconds went (warm-up, capture, samples, profiler)."""
     started = time.perf_counter()
+    steps = steps if steps is not None else Steps()
     launch, method, graph_error, call_s = _prepare_launch(forward, input_sets,
-                                                         settings.allow_graph)
+                                                         settings.allow_graph, steps)
     sampler = _Sampler(launch, input_sets, _L2Flusher(settings.flush),
-                       _persisting_l2_resetter(), refill, after_call)
+                       _persisting_l2_resetter(), refill, after_call, steps)
     side = settings.side_samples if call_s * settings.side_samples < settings.max_seconds / 2 \
         else settings.side_samples_at_cap
     batch_started = time.perf_counter()
@@ -332,6 +336,7 @@ def _prepare_launch(
     forward: Callable[[Mapping[str, torch.Tensor]], object],
     input_sets: Sequence[Mapping[str, torch.Tensor]],
     allow_graph: bool,
+    steps: Steps,
 ) -> tuple[Callable[[int], object], str, str | None, float]:
     """A launcher for input set i that returns that call's outputs, how it launches, why
     it is not a graph, and the seconds of one warm-up call."""
@@ -340,10 +345,12 @@ def _prepare_launch(
     for inputs in input_sets:  # warm-up: compile and autotune outside capture
         forward(inputs)
     torch.cuda.synchronize()
+    steps.add("timing.warmup", time.perf_counter() - warm_started, len(input_sets))
     call_s = (time.perf_counter() - warm_started) / len(input_sets)
     if allow_graph:
         try:
-            graphs, outputs = _capture_graphs(forward, input_sets)
+            with steps("timing.graph_capture"):
+                graphs, outputs = _capture_graphs(forward, input_sets)
         except RuntimeError as exc:
             _check_context_usable(exc)
             graph_error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
@@ -404,9 +411,11 @@ class _Sampler:
                  input_sets: Sequence[Mapping[str, torch.Tensor]], flush: _L2Flusher,
                  reset_persisting: Callable[[], None] | None,
                  refill: Callable[[int], tuple[int, Mapping[str, torch.Tensor]]] | None,
-                 after_call: Callable[[TimedCall], None] | None) -> None:
+                 after_call: Callable[[TimedCall], None] | None,
+                 steps: Steps | None = None) -> None:
         self.launch, self.input_sets, self.flush = launch, input_sets, flush
         self.reset_persisting, self.refill, self.after_call = reset_persisting, refill, after_call
+        self.steps = steps if steps is not None else Steps()
         self.calls = 0
         self.last_picked = False  # whether the last sample was picked to be checked
         self._flags = torch.zeros(2, dtype=torch.int32, device="cuda")
@@ -417,12 +426,16 @@ class _Sampler:
         events = _events(count)
         activities = [torch.profiler.ProfilerActivity.CUDA]
         picked = not check_one
-        with torch.profiler.profile(activities=activities) as prof:
+        # the session's own cost (start, stop, collecting records) is what this step holds
+        # beyond its samples' steps
+        with self.steps("timing.profiled_batches"), \
+                torch.profiler.profile(activities=activities) as prof:
             for index, (start, end) in enumerate(events):
                 self._sample(start, end, pick=None if picked else 1 / (count - index))
                 picked = picked or self.last_picked
             torch.cuda.synchronize()
-        windows = forward_windows(device_records(prof), self.flush.marker)
+        with self.steps("timing.records_parse"):
+            windows = forward_windows(device_records(prof), self.flush.marker)
         if len(windows) != count:
             raise MarkersForged(f"the device records hold {len(windows)} samples' markers for "
                                 f"{count} samples")
@@ -430,32 +443,39 @@ class _Sampler:
 
     def plain(self, count: int) -> _Batch:
         events = _events(count)
-        for start, end in events:
-            self._sample(start, end)
-        torch.cuda.synchronize()
+        with self.steps("timing.plain_batches"):
+            for start, end in events:
+                self._sample(start, end)
+            torch.cuda.synchronize()
         return _Batch([], _elapsed(events))
 
     def _sample(self, start: torch.cuda.Event, end: torch.cuda.Event,
                 pick: float | None = None) -> None:
         index = self.calls % len(self.input_sets)
-        seed, before = self.refill(index) if self.refill is not None else (0, {})
-        if self.reset_persisting is not None:
-            self.reset_persisting()
-        self.flush()
-        # The forward starts on an idle device, as the events see it: were the sweep still
-        # running, the forward's first launches would queue behind it and the sweep, not the
-        # forward, would hide the host's launch gaps.
-        torch.cuda.synchronize()
+        steps = self.steps
+        with steps("timing.sample.fresh_inputs"):
+            seed, before = self.refill(index) if self.refill is not None else (0, {})
+        with steps("timing.sample.l2_flush"):
+            if self.reset_persisting is not None:
+                self.reset_persisting()
+            self.flush()
+            # The forward starts on an idle device, as the events see it: were the sweep
+            # still running, the forward's first launches would queue behind it and the
+            # sweep, not the forward, would hide the host's launch gaps.
+            torch.cuda.synchronize()
+        call_started = time.perf_counter()
         start.record()
         result = self.launch(index)
         end.record()
         _atrex_forward_returned[(1,)](self._flags)
         torch.cuda.synchronize()  # whatever the forward left running, on any stream, ends here
         _atrex_sample_end[(1,)](self._flags[1:])
+        steps.add("timing.sample.call", time.perf_counter() - call_started)
         self.last_picked = pick is not None and secrets.randbelow(1 << 30) < pick * (1 << 30)
         if self.after_call is not None:
-            self.after_call(TimedCall(self.calls, seed, self.input_sets[index], before, result,
-                                      must_check=self.last_picked))
+            with steps("timing.sample.spot_checks"):
+                self.after_call(TimedCall(self.calls, seed, self.input_sets[index], before,
+                                          result, must_check=self.last_picked))
         self.calls += 1
 
 
