@@ -57,11 +57,35 @@ def write_call_file(handle: BinaryIO, outputs: Mapping[str, torch.Tensor],
     layout: list[list[Any]] = []
     for role, tensors in ((OUTPUT, outputs), (INPUT, modified_inputs)):
         for name, tensor in tensors.items():
-            data = tensor.detach().to("cpu").contiguous()
+            data = host_copy(tensor.detach())
             layout.append(TensorLayout(role, name, str(data.dtype), tuple(data.shape)).to_wire())
             if data.numel():
                 handle.write(data.reshape(-1).view(torch.uint8).numpy().data)
     return layout
+
+
+def host_copy(tensor: torch.Tensor) -> torch.Tensor:
+    """A contiguous copy in host memory; from a GPU, into page-locked memory (torch's caching
+    host allocator reuses it), which the copy engine fills several times faster than
+    pageable memory. Where page-locked memory cannot be had, an ordinary copy."""
+    if tensor.device.type != "cuda":
+        return tensor.contiguous()
+    try:
+        host = torch.empty(tuple(tensor.shape), dtype=tensor.dtype, pin_memory=True)
+    except RuntimeError:
+        return tensor.to("cpu").contiguous()
+    host.copy_(tensor)  # waits for the copy: the bytes are there when this returns
+    return host
+
+
+def _host_buffer(total: int, device: torch.device) -> torch.Tensor:
+    """Where an output file is read to: page-locked when it goes on to a GPU."""
+    if device.type == "cuda":
+        try:
+            return torch.empty(total, dtype=torch.uint8, pin_memory=True)
+        except RuntimeError:
+            pass
+    return torch.empty(total, dtype=torch.uint8)
 
 
 class LayoutRefused(ValueError):
@@ -124,7 +148,7 @@ def read_call_file(handle: io.BufferedIOBase, layout: Sequence[tuple[TensorLayou
     if actual != total:
         raise LayoutRefused(f"the output file holds {actual} bytes; the outputs it declares "
                             f"take {total}")
-    buffer = torch.empty(total, dtype=torch.uint8)
+    buffer = _host_buffer(total, device)
     view = buffer.numpy().data
     filled = 0
     while filled < total:
