@@ -62,6 +62,9 @@ RELEASES = {"fixture": REPO / "evaluation" / "releases" / "atrex-fixture",
             "starter": REPO / "evaluation" / "releases" / "atrex-starter"}
 CANDIDATES = REPO / "evaluation" / "sample_candidates"
 DOC = REPO / "docs" / "measurement.md"
+# What follows this line in the doc comes from other scripts' runs (worker_speed.py's step
+# tables): a new report keeps it.
+KEPT_MARKER = "<!-- below: from other scripts' runs; measurement_report.py keeps it -->"
 FLUSH_BYTES = 256 * 1024 * 1024
 FIDELITY = 0.05  # issue 16: within 5% of ncu
 CAPTURE_SLACK = 0.02  # issue 24: refusing capture never scores more than 2% faster
@@ -603,6 +606,13 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}" if a and b else "–"
 
 
+def write_doc(path: Path, text: str) -> None:
+    """The rendered report, and whatever the old doc held below KEPT_MARKER."""
+    old = path.read_text() if path.exists() else ""
+    kept = old[old.index(KEPT_MARKER):] if KEPT_MARKER in old else ""
+    path.write_text(text.rstrip("\n") + ("\n\n" + kept if kept else "\n"))
+
+
 def render(report: Mapping[str, Any], previous: Mapping[str, Any] | None = None) -> str:
     rows = rows_by_case(report, previous)
     single = [r for r in rows if r["kind"] == "single"]
@@ -853,7 +863,7 @@ def main() -> int:
         report["host_bound_run"] = (f"was run again alone at {started} with the harness of "
                                     "that day")
         args.json.write_text(json.dumps(report, indent=1, default=str) + "\n")
-        args.doc.write_text(render(report))
+        write_doc(args.doc, render(report))
         return 0
     report = json.loads(args.render.read_text()) if args.render else measure(args)
     if args.carry is not None:
@@ -865,7 +875,7 @@ def main() -> int:
         if args.json and not args.render:
             args.json.write_text(json.dumps(report, indent=1, default=str) + "\n")
     previous = json.loads(args.previous.read_text()) if args.previous else None
-    args.doc.write_text(render(report, previous))
+    write_doc(args.doc, render(report, previous))
     print(f"wrote {args.doc}")
     return 0
 
