@@ -15,6 +15,13 @@ On a host with no GPU the workers evaluate the dev shapes in Triton's interprete
 checks the plumbing, and its numbers say nothing about GPUs.
 
 Usage: python benchmarks/scale_out.py [--workers 1,2] [--submissions 12] [--json OUT]
+           [--release DIR --candidate OP=FILE ...]
+
+With --release (the public Atrex-Bench, say) and --candidate, the batch is those candidates
+round robin on that release instead: the portal's path for the same files `worker_speed.py`
+times on the worker's path. Each phase also reports what the portal adds: upload to the
+first job's start, the jobs' own run time (the worker's "started" to "ended" reports) and
+their end to the last result stored; seconds per shape = upload to last job's end / shapes.
 
 On a lent two-GPU H200 machine (no network; Python 3.12): run `scripts/device-wheels` here
 first, carry `.whl`, and begin the command with the install line that script prints (the
@@ -45,11 +52,16 @@ def main() -> None:
     parser.add_argument("--submissions", type=int, default=12)
     parser.add_argument("--timeout-s", type=float, default=1800)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--release", type=Path, default=None,
+                        help="a release folder (default: the fixture release)")
+    parser.add_argument("--candidate", action="append", default=[], metavar="OP=FILE",
+                        help="a candidate file for an operator (repeatable; with --release)")
     parser.add_argument("--phase", type=int, help=argparse.SUPPRESS)  # one worker count, inside
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase is not None:
-        print(json.dumps(run_phase(args.phase, args.submissions, args.folder, args.timeout_s)))
+        print(json.dumps(run_phase(args.phase, args.submissions, args.folder, args.timeout_s,
+                                   args.release, args.candidate)))
         return
     phases = []
     for count in [int(n) for n in args.workers.split(",")]:
@@ -60,7 +72,9 @@ def main() -> None:
                    "PYTHONPATH": path_with(str(REPO))}
             done = subprocess.run(
                 [sys.executable, __file__, "--phase", str(count), "--folder", folder,
-                 "--submissions", str(args.submissions), "--timeout-s", str(args.timeout_s)],
+                 "--submissions", str(args.submissions), "--timeout-s", str(args.timeout_s),
+                 *(["--release", str(args.release.resolve())] if args.release else []),
+                 *[f"--candidate={c}" for c in args.candidate]],
                 env=env, cwd=REPO, capture_output=True, text=True)
             if done.returncode != 0:
                 sys.exit(f"phase with {count} worker(s) failed:\n{done.stderr[-4000:]}")
@@ -70,6 +84,11 @@ def main() -> None:
               f"{phase['shapes_per_minute']:.1f} shapes/min; jobs {phase['statuses']}, "
               f"attempts>1: {phase['repeated_attempts']}, missing results: "
               f"{phase['missing_results']}, device: {phase['device']}", flush=True)
+        print(f"  {phase['seconds_per_shape']:.3f} s per shape, upload to last job's end; "
+              f"upload to first start {phase['upload_to_first_start_s']:.2f} s, the jobs' own "
+              f"run {phase['job_run_s']:.1f} s ({phase['job_run_s'] / phase['shapes']:.3f} s per "
+              f"shape), last end to last result stored {phase['last_end_to_stored_s']:.2f} s",
+              flush=True)
     if len(phases) > 1:
         base = phases[0]["shapes_per_minute"]
         for phase in phases[1:]:
@@ -79,7 +98,9 @@ def main() -> None:
         args.json.write_text(json.dumps(phases, indent=2) + "\n")
 
 
-def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float) -> dict[str, Any]:
+def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float,
+              release_dir: Path | None = None, candidates: list[str] | None = None
+              ) -> dict[str, Any]:
     """Inside a fresh process whose environment names this phase's database and broker."""
     import django
 
@@ -102,15 +123,22 @@ def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float) ->
     if not gpus:
         settings.ATREX_SHAPE_FILTER = "dev-*"  # the interpreter: dev shapes only
     call_command("migrate", verbosity=0)
-    release = release_import(path=REPO / "evaluation" / "releases" / "atrex-fixture").release
+    release = release_import(
+        path=release_dir or REPO / "evaluation" / "releases" / "atrex-fixture").release
     hardware = HardwareProfile.objects.get(name=HARDWARE)
     team = Team.objects.create(name="scale-out", slug="scale-out", daily_submission_quota=10_000,
                                concurrent_job_quota=10_000)
     user = get_user_model().objects.create_user("scale", password="scale-out-password")
     Membership.objects.create(team=team, user=user)
-    samples = sorted((REPO / "evaluation" / "sample_candidates").glob("*/triton_native.py"))
     operators = {op.name for op in release.operators.all()}
-    samples = [s for s in samples if s.parent.name in operators]
+    if candidates:  # OP=FILE: uploaded as OP.py
+        chosen = [(op, Path(path)) for op, _, path in (c.partition("=") for c in candidates)]
+    else:
+        chosen = [(s.parent.name, s) for s in sorted(
+            (REPO / "evaluation" / "sample_candidates").glob("*/triton_native.py"))]
+    samples = [(op, path) for op, path in chosen if op in operators]
+    if not samples:
+        raise SystemExit(f"no candidate for an operator of {release}")
     logs = folder / "logs"
     logs.mkdir()
     bundle = folder / "gpu-worker"
@@ -126,9 +154,9 @@ def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float) ->
         wait_ready(processes, logs)
         started = time.monotonic()
         for index in range(submissions):
-            sample = samples[index % len(samples)]
+            operator, sample = samples[index % len(samples)]
             submission_create(team=team, user=user, release=release, hardware=hardware,
-                              filename=f"{sample.parent.name}.py", data=sample.read_bytes(),
+                              filename=f"{operator}.py", data=sample.read_bytes(),
                               agent="scale-out", model_name="-", output_tokens=0)
         deadline = started + timeout_s
         while EvaluationJob.objects.exclude(status__in=("scored", "failed")).exists():
@@ -143,6 +171,12 @@ def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float) ->
     finally:
         stop(processes)
     jobs = list(EvaluationJob.objects.all())
+    # the portal's clock: the first upload, each job's "started" and "ended" as stored
+    uploaded = min(job.created_at for job in jobs)
+    first_start = min((job.started_at for job in jobs if job.started_at), default=uploaded)
+    last_end = max((job.finished_at for job in jobs if job.finished_at), default=uploaded)
+    run_s = sum((job.finished_at - job.started_at).total_seconds() for job in jobs
+                if job.started_at and job.finished_at)
     shapes = sum(job.shapes_total for job in jobs)
     stored = ShapeResult.objects.count()
     statuses: dict[str, int] = {}
@@ -151,6 +185,11 @@ def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float) ->
     return {
         "workers": workers, "submissions": submissions, "shapes": shapes, "seconds": seconds,
         "shapes_per_minute": shapes / seconds * 60, "statuses": statuses,
+        "seconds_per_shape": seconds / shapes if shapes else None,
+        "upload_to_first_start_s": (first_start - uploaded).total_seconds(),
+        "job_run_s": run_s,
+        # the poll that saw every job ended came this long after the last one's "ended"
+        "last_end_to_stored_s": seconds - (last_end - uploaded).total_seconds(),
         "repeated_attempts": sum(1 for job in jobs if job.attempts > 1),
         "missing_results": shapes - stored,
         "device": torch.cuda.get_device_name() if gpus else "cpu (Triton interpreter)",
