@@ -21,6 +21,7 @@ pytestmark = pytest.mark.django_db
 
 ROLES = ("anonymous", "member", "other", "staff", "superuser")
 PUBLIC = dict.fromkeys(ROLES, 200)
+PUBLIC_REDIRECT = dict.fromkeys(ROLES, 302)  # the header's Boards link: to a board, for all
 STAFF_ONLY_PAGE = {"anonymous": 302, "member": 302, "other": 302, "staff": 200, "superuser": 200}
 # Admins in no team get a landing page (every team's submissions) and a Submit page that
 # says why they cannot upload, not a 404.
@@ -41,6 +42,7 @@ MATRIX: list[tuple[str, str, str, dict[str, int]]] = [
     ("docs-index", "GET", "/docs/", PUBLIC),
     ("docs", "GET", "/docs/teams/", PUBLIC),
     ("docs-screenshot", "GET", "/docs/screenshots/weights.png", PUBLIC),
+    ("boards", "GET", "/boards/", PUBLIC_REDIRECT),
     ("board", "GET", "/boards/{release}/H200/", PUBLIC),
     ("board-analysis", "GET", "/boards/{release}/H200/analysis/", PUBLIC),
     ("board-changes-page", "GET", "/boards/{release}/H200/changes/", PUBLIC),
