@@ -186,6 +186,9 @@ class _CaptureCorruptingChild:
     def kill(self) -> None:
         self.kills += 1
 
+    def ensure_started(self) -> None:
+        """Always running: a killed stand-in is started again by its next request."""
+
 
 @pytest.mark.parametrize("corrupts", [True, False])
 def test_a_capture_that_corrupted_the_context_is_not_tried_again_on_the_next_shapes(
