@@ -51,13 +51,7 @@ def cli_runs(release: Path, operator: str, source: str, shapes: list[str],
                                         tolerance=op.tolerance, shape_ids=shapes),
                           EvaluationSettings())
         seconds = time.perf_counter() - started
-        runs.append({"seconds": seconds, "shapes": len(result.shapes),
-                     "passed": sum(s.status == "passed" for s in result.shapes),
-                     "child_start_s": result.child_start_seconds,
-                     "steps": summed_steps([s.steps for s in result.shapes]),
-                     "shape_seconds": sum(s.seconds for s in result.shapes),
-                     "medians": {s.shape_id: (s.timing or {}).get("median_s")
-                                 for s in result.shapes}})
+        runs.append(run_entry(seconds, result.to_dict()))
     return runs
 
 
@@ -85,16 +79,21 @@ def worker_runs(release: Path, operator: str, source: str, shapes: list[str],
                          warm=warm)
             seconds = time.perf_counter() - started
             [result] = [p["result"] for k, p in events if k == "result"]
-            runs.append({"seconds": seconds, "shapes": len(result["shapes"]),
-                         "passed": sum(s["status"] == "passed" for s in result["shapes"]),
-                         "child_start_s": result["child_start_seconds"],
-                         "steps": summed_steps([s.get("steps") or {} for s in result["shapes"]]),
-                         "shape_seconds": sum(s["seconds"] for s in result["shapes"]),
-                         "medians": {s["shape_id"]: (s.get("timing") or {}).get("median_s")
-                                     for s in result["shapes"]}})
+            runs.append(run_entry(seconds, result))
     finally:
         warm.close()
     return runs
+
+
+def run_entry(seconds: float, result: dict[str, Any]) -> dict[str, Any]:
+    """One evaluation's line of the report, from its result as JSON (either path)."""
+    shapes = result["shapes"]
+    return {"seconds": seconds, "shapes": len(shapes),
+            "passed": sum(s["status"] == "passed" for s in shapes),
+            "child_start_s": result["child_start_seconds"],
+            "steps": summed_steps([s.get("steps") or {} for s in shapes]),
+            "shape_seconds": sum(s["seconds"] for s in shapes),
+            "medians": {s["shape_id"]: (s.get("timing") or {}).get("median_s") for s in shapes}}
 
 
 def summed_steps(per_shape: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
