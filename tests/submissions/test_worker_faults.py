@@ -256,7 +256,9 @@ def test_a_cancelled_job_stops_and_its_sandboxed_child_is_gone(tmp_path: Path,
         wait_until(lambda: job_state(job).status == "running"
                    and len(_direct_children(worker.pid)) == 2, 120, "running in a child",
                    eval_log)
-        children = descendants(worker.pid)
+        # each sandbox's whole tree, taken now (the warm one may still be starting processes)
+        sandboxes = {child: [child, *descendants(child)]
+                     for child in _direct_children(worker.pid)}
         client = Client()
         client.force_login(member_of(job.candidate.submission.team, "erin"))
         response = client.post(f"/api/submissions/{job.candidate.submission_id}/cancel/")
@@ -267,11 +269,11 @@ def test_a_cancelled_job_stops_and_its_sandboxed_child_is_gone(tmp_path: Path,
         wait_until(lambda: f"{attempt_task_id(job.pk, 1)}] succeeded" in eval_log.read_text(),
                    60, "the task ended", eval_log)
         # The job's sandbox is gone, every process of it; the warm one waits for the next job.
-        remaining = descendants(worker.pid)
-        assert len(_direct_children(worker.pid)) == 1 and set(remaining) < set(children)
-        gone = set(children) - set(remaining)
-        assert len(gone) >= len(remaining) >= 1
-        assert all(not Path(f"/proc/{pid}").exists() or _zombie(pid) for pid in gone)
+        survivors = _direct_children(worker.pid)
+        assert len(survivors) == 1 and survivors[0] in sandboxes
+        (job_sandbox,) = [tree for child, tree in sandboxes.items() if child not in survivors]
+        assert len(job_sandbox) >= 2  # unshare and what runs inside it
+        assert all(not Path(f"/proc/{pid}").exists() or _zombie(pid) for pid in job_sandbox)
     job.refresh_from_db()
     assert job.status == "cancelled" and not ShapeResult.objects.filter(job=job).exists()
 
