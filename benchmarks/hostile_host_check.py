@@ -144,7 +144,8 @@ def main() -> None:
     warm.prepare()
     honest = HONEST.read_text()
     # Everything a child can write is on tmpfs mounts of these sizes: the designed bound.
-    shmem_bound = (settings.scratch_bytes + 2 * settings.private_tmpfs_bytes) / 2**20
+    shmem_bound = (settings.scratch_bytes + settings.output_bytes
+                   + 2 * settings.private_tmpfs_bytes) / 2**20
     report: dict[str, Any] = {"device": device, "operator": args.operator, "shapes": shapes,
                               "release": str(args.release), "shmem_bound_mib": shmem_bound,
                               "jobs": []}

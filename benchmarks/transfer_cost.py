@@ -5,9 +5,9 @@ file, reading it back and the host-to-device copy, for output sizes of the publi
 
 Usage (on a GPU host): python benchmarks/transfer_cost.py [--dir /dev/shm] [--repeat 10]
 
-The harness writes outputs to files in the child's scratch folder (a tmpfs) and the parent
-reads them (harness/output_files.py); this measures each piece apart so the step table's
-`save_outputs` and `output_read` can be explained.
+The harness wrote outputs to files in the child's scratch folder (a tmpfs) and the parent
+read them, before the shared output area (harness/output_area.py); this measures each piece
+apart so the step table's `save_outputs` and `output_read` could be explained.
 """
 
 from __future__ import annotations

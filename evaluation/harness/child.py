@@ -4,14 +4,13 @@ Started by `sandbox.ChildProcess` as `python -I child_main.py` in a fresh direct
 holds only the operator's public files and the candidate's source. Commands arrive as
 JSON lines on stdin; events go back as JSON lines on a dedicated pipe (the candidate's
 own prints go to stdout/stderr, which the parent keeps apart). Output tensors are written
-as raw bytes to files in the child's directory (output_files.py); the parent checks their
-declared layout and size against what it expects before it reads them.
+as raw bytes into the shared output area the parent made (output_area.py); the parent
+checks their declared layout and place against what it expects before it reads them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import secrets
@@ -39,7 +38,7 @@ from .operator_files import (
     make_model,
     tensor_bytes,
 )
-from .output_files import write_call_file
+from .output_area import AreaFull, AreaWriter
 from .steps import Steps
 from .timed_calls import FreshInputs, TimedCall, TimedCallChecks
 
@@ -84,9 +83,10 @@ class AtenRecorder(TorchDispatchMode):
 
 
 class ChildRuntime:
-    def __init__(self, workdir: Path, events: TextIO) -> None:
+    def __init__(self, workdir: Path, events: TextIO, area: AreaWriter) -> None:
         self.workdir = workdir
         self.events = events
+        self.area = area
         self.device = torch.device("cuda" if os.environ.get("ATREX_DEVICE") == "cuda" else "cpu")
         self.dsl = os.environ.get("ATREX_DSL", "triton")
         self.adapter: DslAdapter = adapter_for(self.dsl)
@@ -95,8 +95,6 @@ class ChildRuntime:
         self.candidate: ModuleType | None = None
         self.candidate_error: StageError | None = None
         self.models: dict[str, torch.nn.Module] = {}
-        self.outputs_dir = workdir / "out"
-        self.outputs_dir.mkdir(exist_ok=True)
         self.fatal = False  # set when this process can no longer run CUDA work
         self.request_id: int | None = None  # echoed in every event: the parent resyncs on it
         self.guarded: Fingerprint | None = None  # taken before the candidate is imported
@@ -156,6 +154,7 @@ class ChildRuntime:
                 return
             handler = getattr(self, f"do_{command}")
             self.steps = Steps()  # this request's account of its seconds (harness/steps.py)
+            self.area.start_request()  # the last request's outputs have all been judged
             started = time.perf_counter()
             try:
                 reply = handler(request)
@@ -266,7 +265,7 @@ class ChildRuntime:
             # the profiler's start and stop around the call (GPU), the recorder's on a CPU
             self.steps.add("observing", max(seconds - call_s, 0.0))
             with self.steps("save_outputs"):
-                saved = self._save_call(result, inputs, before, stage, f"trial{index}")
+                saved = self._save_call(result, inputs, before, stage)
             ChildRuntime.emit(self, event="trial", index=index, seconds=seconds, **saved)
         return {"kernel_names": sorted(names)}
 
@@ -288,23 +287,17 @@ class ChildRuntime:
             names.update(launch_names(launches))
 
     def _save_call(self, result: object, inputs: Mapping[str, Any],
-                   before: Mapping[str, torch.Tensor], stage: str, name: str) -> dict[str, Any]:
-        """Outputs and changed inputs of one call, in a file the parent checks."""
+                   before: Mapping[str, torch.Tensor], stage: str) -> dict[str, Any]:
+        """Outputs and changed inputs of one call, in the output area, for the parent."""
         outputs = self._checked_outputs(result, stage)
         modified = {k: inputs[k] for k, v in before.items() if not _bitwise_equal(v, inputs[k])}
         aliases = {o: i for o, t in outputs.items() for i, v in inputs.items()
                    if isinstance(v, torch.Tensor) and _overlaps(t, v)}
-        path = self.outputs_dir / f"{name}.bin"
         try:
-            with open(path, "wb") as handle:
-                layout = write_call_file(handle, outputs, modified)
-        except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EFBIG):
-                raise StageError(stage, f"the outputs could not be written: {_scratch_full()}") \
-                    from None
-            raise
-        return {"file": str(path.relative_to(self.workdir)), "layout": layout,
-                "aliases": aliases}
+            offset, layout = self.area.write_call(outputs, modified)
+        except AreaFull as exc:
+            raise StageError(stage, str(exc)) from None
+        return {"offset": offset, "layout": layout, "aliases": aliases}
 
     def do_adoption(self, request: dict[str, Any]) -> dict[str, Any]:
         model = self.model_for(request)
@@ -343,7 +336,7 @@ class ChildRuntime:
         # The recorded call's output is checked too: a candidate that behaves one way while
         # it is watched and another while it is checked would otherwise pass both.
         with self.steps("save_outputs"):
-            call = self._save_call(result, inputs, before, "adoption", "adoption")
+            call = self._save_call(result, inputs, before, "adoption")
         return {
             "call": call,
             "dsl_kernel_names": sorted(launches.own_kernels),
@@ -374,8 +367,7 @@ class ChildRuntime:
         fresh = FreshInputs(draw, sets, request["seeds"])
 
         def save(call: TimedCall) -> dict[str, Any]:
-            return self._save_call(call.result, call.inputs, call.before, "performance",
-                                   f"timed{call.sample}")
+            return self._save_call(call.result, call.inputs, call.before, "performance")
 
         checks = TimedCallChecks(save, settings.check_probability, settings.max_checks)
 
@@ -448,13 +440,6 @@ class ChildRuntime:
                 raise StageError(stage, f"output '{name}' is on {tensor.device}, "
                                         f"expected {self.device.type}")
         return outputs
-
-
-def _scratch_full() -> str:
-    limit = os.environ.get("ATREX_SCRATCH_BYTES", "")
-    size = f"{int(limit) / 2**20:.0f} MiB" if limit.isdigit() else "its size"
-    return (f"the sandbox's scratch space is full ({size} for the home and temp folders, the "
-            "outputs and the caches together)")
 
 
 _STAGE_OF = {"correctness": "correctness", "adoption": "adoption", "timing": "performance"}
@@ -550,7 +535,9 @@ def main() -> None:
     workdir = Path.cwd()
     events = os.fdopen(int(os.environ.pop("ATREX_EVENT_FD")), "w", buffering=1)
     try:
-        runtime = ChildRuntime(workdir, events)
+        area = AreaWriter(int(os.environ.pop("ATREX_OUTPUT_FD")),
+                          int(os.environ.pop("ATREX_OUTPUT_BYTES")))
+        runtime = ChildRuntime(workdir, events, area)
     except Exception as exc:  # noqa: BLE001 - report why the sandbox could not start
         events.write(json.dumps({"event": "error", "stage": "harness",
                                  "message": f"child start failed: {exc}", "traceback": _tail()}))

@@ -29,7 +29,7 @@ from .compare import Comparison, as_output_dict, compare_outputs
 from .device_memory import configure_cuda_allocator, is_out_of_memory, release_cached_memory
 from .dsl import unavailable_reason
 from .operator_files import import_file, make_inputs, make_model, tensor_bytes
-from .output_files import CallTensors, LayoutRefused, check_layout, read_call_file
+from .output_area import CallTensors, LayoutRefused, check_layout
 from .release import (
     DEFAULT_DSL,
     DEFAULT_DSL_RATIO_THRESHOLD,
@@ -391,8 +391,8 @@ class _ShapeRun:
         if expected is None:
             raise HarnessError("the reference returned neither a tensor nor a dict of tensors: "
                                "the release is broken")
-        # The child's file is read only after its layout matched what the reference and the
-        # inputs say it must hold: at most their size is ever read (output_files.py).
+        # The child's outputs are read only after their layout matched what the reference and
+        # the inputs say they must be: at most their size is ever read (output_area.py).
         with self.steps("output_read"):
             payload = self._load_trial(event, expected, originals)
         if isinstance(payload, str):
@@ -412,33 +412,13 @@ class _ShapeRun:
 
     def _load_trial(self, event: Mapping[str, Any], expected: Mapping[str, torch.Tensor],
                     inputs: Mapping[str, torch.Tensor]) -> CallTensors | str:
-        """The child's output file, checked as untrusted input; a string says what is wrong.
-        Removed once judged, read or not: the scratch space holds one call's outputs."""
-        try:
-            return self._read_trial(event, expected, inputs)
-        finally:
-            self.child.remove_output(event.get("file"))
-
-    def _read_trial(self, event: Mapping[str, Any], expected: Mapping[str, torch.Tensor],
-                    inputs: Mapping[str, torch.Tensor]) -> CallTensors | str:
+        """The call's outputs from the child's output area, checked as untrusted input; a
+        string says what is wrong."""
         try:
             layout = check_layout(event.get("layout"), expected, inputs)
+            return self.child.read_call(event.get("offset"), layout, self.device)
         except LayoutRefused as exc:
             return str(exc)
-        try:
-            handle = self.child.open_output(event.get("file"))
-        except ValueError as exc:
-            return str(exc)
-        except OSError:
-            return "the result channel named an output file that is not a plain file in the " \
-                   "sandbox's output folder"
-        try:
-            with handle:
-                return read_call_file(handle, layout, self.device)
-        except LayoutRefused as exc:
-            return str(exc)
-        except OSError as exc:
-            return f"the output file could not be read: {type(exc).__name__}"
 
     def _input_and_alias_problem(self, payload: CallTensors, inputs: Mapping[str, Any],
                                  originals: Mapping[str, torch.Tensor],

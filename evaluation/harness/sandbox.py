@@ -27,7 +27,6 @@ import ctypes
 import functools
 import json
 import os
-import re
 import resource
 import selectors
 import shutil
@@ -41,14 +40,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from . import jail
 from .device_memory import CUDA_ALLOCATOR_SETTINGS
 from .limits import ChildGroup, hierarchy, sweep_stale_groups
+from .output_area import CallTensors, LayoutRefused, OutputArea, TensorLayout
 from .release import PUBLIC_FILES, PublicOperator
-from .workarea import make_dir, mount_tmpfs, open_dir, open_regular, remove_tree, work_area, write_file
+from .workarea import make_dir, mount_tmpfs, open_dir, remove_tree, work_area, write_file
 
 CHILD_MAIN = Path(__file__).resolve().parent / "child_main.py"
-OUTPUT_FILE = re.compile(r"out/([A-Za-z0-9_.-]{1,64}\.bin)")
 # Variables that say where the GPU stack lives; nothing else of the parent's environment
 # reaches the candidate.
 PASSED_ENV = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
@@ -97,12 +98,14 @@ class SandboxSettings:
     max_processes: int = 1024
     # The child's memory, tmpfs pages included, where a control group can be made.
     memory_bytes: int = field(default_factory=lambda: _half_of_memory(32))
-    # The child's own folder (work, home, outputs, Triton's cache, logs): one tmpfs this size.
-    # Outputs pass through it, up to three checked timed calls' at once (the public
-    # block_scaled_mm returns 4.9 GB on one shape): a quarter of the host's memory, up to
-    # 32 GiB, so that with RLIMIT_AS (half) a CPU child without a control group still
-    # leaves the host a quarter.
-    scratch_bytes: int = field(default_factory=lambda: _share_of_memory(32, 0.25))
+    # The child's own folder (work, home, Triton's cache, logs): one tmpfs this size.
+    scratch_bytes: int = field(default_factory=lambda: _share_of_memory(8, 1 / 16))
+    # The shared memory area the child hands its outputs over in (output_area.py): up to a
+    # request's calls at once, three checked timed calls' (the public block_scaled_mm
+    # returns 4.9 GB on one shape) or five trials'. With the scratch folder a quarter of
+    # the host's memory, up to 32 GiB, so that with RLIMIT_AS (half) a CPU child without a
+    # control group still leaves the host a quarter.
+    output_bytes: int = field(default_factory=lambda: _share_of_memory(24, 3 / 16))
     # The private /tmp and /dev/shm inside the child's root, each this size.
     private_tmpfs_bytes: int = 256 * 1024**2
     max_file_bytes: int = 8 * 1024**3
@@ -232,12 +235,14 @@ def planned_isolation(settings: SandboxSettings, masked: Sequence[Path]) -> Isol
                   "max_processes": settings.max_processes,
                   "processes_counted": "per evaluation" if groups else "per uid",
                   "scratch_bytes": settings.scratch_bytes,
+                  "output_bytes": settings.output_bytes,
                   "private_tmpfs_bytes": settings.private_tmpfs_bytes,
                   "cpu_seconds": settings.cpu_seconds,
                   "enforced_by": f"cgroup v{groups.version}" if groups else "rlimit"}
         notes = () if groups else (
             "no control group could be made on this host: memory is bounded only by the "
-            "tmpfs sizes (and RLIMIT_AS on the CPU), processes per uid (RLIMIT_NPROC)",)
+            "tmpfs sizes, the output area (and RLIMIT_AS on the CPU), processes per uid "
+            "(RLIMIT_NPROC)",)
         return Isolation(uid=settings.child_uid, network_namespace=True, pid_namespace=True,
                          masked_paths=covered, private_root=True,
                          syscall_filter=settings.syscall_filter, limits=limits, notes=notes)
@@ -327,7 +332,7 @@ class ChildProcess:
         self._spawns = 0
         self.workdir: Path | None = None
         self._workdir_fd: int | None = None
-        self._outputs_fd: int | None = None
+        self._area: OutputArea | None = None  # this process's output area (output_area.py)
         self._group: ChildGroup | None = None
         self._breaches: list[str] = []  # limits hit by processes of this child now gone
 
@@ -476,21 +481,12 @@ class ChildProcess:
                     self._cleanup()
                     raise
 
-    def open_output(self, name: object) -> Any:
-        """A file the child reported as its output (`out/<name>.bin`), opened for reading
-        without following links; OSError or ValueError when it is anything else."""
-        match = OUTPUT_FILE.fullmatch(str(name))
-        if match is None or self._outputs_fd is None:
-            raise ValueError("the result channel named an output file outside the sandbox's "
-                             "output folder")
-        return open_regular(self._outputs_fd, match.group(1))
-
-    def remove_output(self, name: object) -> None:
-        """Delete a reported output file once read: the scratch space holds one call's."""
-        match = OUTPUT_FILE.fullmatch(str(name))
-        if match is not None and self._outputs_fd is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(match.group(1), dir_fd=self._outputs_fd)
+    def read_call(self, offset: object, layout: Sequence[tuple[TensorLayout, torch.dtype]],
+                  device: torch.device) -> CallTensors:
+        """A call's outputs from this child's output area (LayoutRefused if misplaced)."""
+        if self._area is None:
+            raise LayoutRefused("the result channel reported outputs from no running child")
+        return self._area.read_call(offset, layout, device)
 
     def limit_breaches(self) -> list[str]:
         """The per-evaluation limits this child ran into since the last call, in words."""
@@ -513,6 +509,7 @@ class ChildProcess:
     def _spawn(self) -> None:
         self._make_workdir()
         read_fd, write_fd = os.pipe()
+        self._area = OutputArea(self.settings.output_bytes)
         env = self._environment(write_fd)
         stdout = open(self._private / "stdout.log", "ab")  # noqa: SIM115 - handed to the child
         stderr = open(self._private / "stderr.log", "ab")  # noqa: SIM115
@@ -527,7 +524,7 @@ class ChildProcess:
         try:
             self._process = subprocess.Popen(
                 self._argv(), cwd=self.workdir, env=env, stdin=subprocess.PIPE, stdout=stdout,
-                stderr=stderr, pass_fds=(write_fd,), start_new_session=True,
+                stderr=stderr, pass_fds=(write_fd, self._area.fd), start_new_session=True,
                 preexec_fn=functools.partial(self._limits, os.getpid()),  # noqa: PLW1509
             )
         finally:
@@ -539,7 +536,7 @@ class ChildProcess:
 
     def _make_workdir(self) -> None:
         """A fresh folder per process: root's (the parent writes the candidate's files
-        there at bind), with the child's own home, temp and output folders inside."""
+        there at bind), with the child's own home and temp folders inside."""
         self._spawns += 1
         name = f"work-{self._spawns}"
         home_fd = open_dir(self._home)
@@ -550,7 +547,6 @@ class ChildProcess:
         self.workdir = self._home / name
         for folder in ("home", "tmp"):
             os.close(make_dir(self._workdir_fd, folder, 0o700, self._owner))
-        self._outputs_fd = make_dir(self._workdir_fd, "out", 0o700, self._owner)
 
     def _argv(self) -> list[str]:
         if not self.isolation.private_root:
@@ -570,7 +566,7 @@ class ChildProcess:
         return "unset ATREX_JAIL_SCRIPT\n" + jail.script(paths, plan, payload)
 
     def _environment(self, event_fd: int) -> dict[str, str]:
-        assert self.workdir is not None
+        assert self.workdir is not None and self._area is not None
         jailed = self.isolation.private_root
         work = jail.WORK if jailed else self.workdir
         cache = jail.CACHE if jailed else self._cache_dir
@@ -583,6 +579,7 @@ class ChildProcess:
             "USER": user, "LOGNAME": user,
             "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
             "ATREX_EVENT_FD": str(event_fd), "ATREX_DEVICE": self.device, "ATREX_DSL": self.dsl,
+            "ATREX_OUTPUT_FD": str(self._area.fd), "ATREX_OUTPUT_BYTES": str(self._area.nbytes),
             "TRITON_CACHE_DIR": str(cache / "triton"),
             "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
             "XDG_CACHE_HOME": str(cache / "xdg"),
@@ -600,7 +597,6 @@ class ChildProcess:
         if jailed:
             env["ATREX_JAIL_SCRIPT"] = self._jail_script()
             env["ATREX_PID_NAMESPACE"] = "1"
-            env["ATREX_SCRATCH_BYTES"] = str(self.settings.scratch_bytes)
             if self.settings.syscall_filter:
                 env["ATREX_SYSCALL_FILTER"] = "1"
         return env
@@ -706,10 +702,12 @@ class ChildProcess:
         if self._inner_pidfd is not None:
             os.close(self._inner_pidfd)
             self._inner_pidfd = None
-        for fd in (self._workdir_fd, self._outputs_fd):
-            if fd is not None:
-                os.close(fd)
-        self._workdir_fd = self._outputs_fd = None
+        if self._workdir_fd is not None:
+            os.close(self._workdir_fd)
+            self._workdir_fd = None
+        if self._area is not None:  # its pages go with the last descriptor
+            self._area.close()
+            self._area = None
         self._ready = False
         self._bound = False
         if self.workdir is not None:

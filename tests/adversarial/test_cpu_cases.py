@@ -96,8 +96,8 @@ def every_folder_capped(result: EvaluationResult) -> None:
     assert filled["/dev/shm"] <= CASE_SANDBOX.private_tmpfs_bytes < filled["/dev/shm"] + slack
     own = filled["home"] + filled["tmpdir"] + filled["cache"]
     assert own <= CASE_SANDBOX.scratch_bytes < own + slack, filled
-    assert second.status == "failed" and "the sandbox's scratch space is full (512 MiB for" in \
-        (second.error or ""), second.error
+    # the outputs cross in the output area, not the full scratch: the next shape is judged
+    assert second.status == "passed", second.error
 
 
 def syscalls_denied(result: EvaluationResult) -> None:

@@ -123,7 +123,7 @@ def test_the_child_sees_only_public_files_and_no_secrets(monkeypatch: pytest.Mon
     assert seen["env_secret"] is None
     assert not any(name.startswith(("DATABASE", "CELERY", "ATREX_TEST")) for name in seen["env_names"])
     assert seen["operator_files"] == ["input.py", "reference.py", "shapes.json"]
-    assert set(seen["cwd_files"]) == {"candidate.py", "operator", "out", "tmp", "home"}
+    assert set(seen["cwd_files"]) == {"candidate.py", "operator", "tmp", "home"}
     if planned_isolation(TEST_SETTINGS.sandbox, ()).pid_namespace:
         assert os.geteuid() == 0
         assert seen["uid"] == 65534
@@ -311,6 +311,7 @@ def test_the_childs_limits_are_reported_with_every_result() -> None:
     settings = TEST_SETTINGS.sandbox
     assert result.isolation["syscall_filter"] is True
     assert limits["scratch_bytes"] == settings.scratch_bytes
+    assert limits["output_bytes"] == settings.output_bytes
     assert limits["cpu_seconds"] == settings.cpu_seconds == 6 * 3600
     groups = hierarchy()
     assert limits["enforced_by"] == (f"cgroup v{groups.version}" if groups else "rlimit")

@@ -7,12 +7,12 @@ result computed in Triton. Before the fix those folders were tmpfs mounts withou
 (half of RAM each) or the host's own /dev/shm: 1 GiB in each raised host shared memory
 by 3.1 GB while the child could still allocate more under its address-space limit.
 
-What should catch it: the child's own folder (home, TMPDIR, outputs, caches, logs) is one
+What should catch it: the child's own folder (home, TMPDIR, caches, logs) is one
 tmpfs of SandboxSettings.scratch_bytes, /tmp and /dev/shm each one of
 private_tmpfs_bytes, and a control group counts the pages against the child's memory
 limit. The first shape fails with the probe's report, which shows every place capped;
-the next fails because the harness cannot write the outputs: "the sandbox's scratch space
-is full".
+the next passes: its outputs cross in the sealed output area (harness/output_area.py), not
+in the full scratch folder.
 """
 
 import json

@@ -1,0 +1,240 @@
+"""One call's outputs, child -> parent, through a shared memory area the parent sizes and seals.
+
+The parent makes the area when it starts a child: a memfd of `SandboxSettings.output_bytes`,
+sealed so that nobody can shrink or grow it (a child that truncated memory the parent has
+mapped would kill the parent with SIGBUS), handed to the child as a descriptor. Pages are
+only taken when written, and stay for the child's life, so the next call writes into pages
+that exist already: no file, no page allocation, no copy through read/write system calls
+(on the H200 the file this replaced cost ~100 ms for a 151 MB output, the copy engine's
+share of it ~6 ms: benchmarks/transfer_cost.py, handoff_probe.py).
+
+The child writes one call's tensors as raw bytes, one after another, each on an ALIGN
+boundary, the call itself on a page boundary, from offset 0 at the start of each request;
+the layout (role, name, dtype, shape of each tensor) and the call's offset travel in the
+child's event. No pickle, nothing compressed: the parent works out the size every tensor
+must have from what it already holds (the reference's outputs, the inputs it made itself),
+refuses any layout that differs from those and any offset outside the area, places the
+tensors itself from the layout, and copies exactly those bytes out of the area (onto its
+device, or into memory of its own on a CPU) before it looks at them: the child may still
+be writing to the area, and what is judged is the parent's copy. The parent's memory for
+one call is bounded by the size of the expected outputs plus the inputs the candidate may
+have changed, whatever the child writes (an earlier torch.load of the child's file
+inflated a 2 MB file to 2 GiB).
+
+Imports no Django.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import mmap
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+OUTPUT = "output"
+INPUT = "input"  # an input the call changed
+MAX_TENSORS = 256
+ALIGN = 64  # every tensor of a call starts on this boundary: a view as any dtype is aligned
+CALL_ALIGN = mmap.PAGESIZE
+GROWTH_BYTES = 64 * 2**20  # the least a mapping grows by
+
+
+@dataclass(frozen=True)
+class TensorLayout:
+    role: str
+    name: str
+    dtype: str  # str(torch.dtype), e.g. "torch.float16"
+    shape: tuple[int, ...]
+
+    def to_wire(self) -> list[Any]:
+        return [self.role, self.name, self.dtype, list(self.shape)]
+
+
+@dataclass(frozen=True)
+class CallTensors:
+    outputs: dict[str, torch.Tensor]
+    modified_inputs: dict[str, torch.Tensor]
+
+
+def _nbytes(dtype: torch.dtype, shape: Sequence[int]) -> int:
+    count = 1
+    for size in shape:
+        count *= size
+    return count * torch.empty((), dtype=dtype).element_size()
+
+
+class LayoutRefused(ValueError):
+    """The child's file or layout is not what the parent expects; the message says why."""
+
+
+def _parse(raw: object) -> list[TensorLayout]:
+    if not isinstance(raw, list) or len(raw) > MAX_TENSORS:
+        raise LayoutRefused("the result channel sent a malformed output layout")
+    parsed: list[TensorLayout] = []
+    for entry in raw:
+        if not (isinstance(entry, list) and len(entry) == 4 and entry[0] in (OUTPUT, INPUT)
+                and isinstance(entry[1], str) and isinstance(entry[2], str)
+                and isinstance(entry[3], list) and len(entry[3]) <= 16
+                and all(type(s) is int and 0 <= s < 2**48 for s in entry[3])):
+            raise LayoutRefused("the result channel sent a malformed output layout")
+        parsed.append(TensorLayout(entry[0], entry[1], entry[2], tuple(entry[3])))
+    return parsed
+
+
+def check_layout(raw: object, expected_outputs: Mapping[str, torch.Tensor],
+                 inputs: Mapping[str, Any]) -> list[tuple[TensorLayout, torch.dtype]]:
+    """The declared layout, each entry with the dtype it must have; LayoutRefused when it
+    names anything the parent did not expect (the messages are the comparison's own)."""
+    layout = _parse(raw)
+    declared = [t for t in layout if t.role == OUTPUT]
+    names = [t.name for t in declared]
+    if len(set(names)) != len(names) or set(names) != set(expected_outputs):
+        raise LayoutRefused(f"output keys {sorted(set(names))} differ from the reference's "
+                            f"{sorted(expected_outputs)}")
+    checked: list[tuple[TensorLayout, torch.dtype]] = []
+    changed: set[str] = set()
+    for entry in layout:
+        like: object
+        if entry.role == OUTPUT:
+            like = expected_outputs[entry.name]
+            what = f"output '{entry.name}'"
+        else:
+            like = inputs.get(entry.name)
+            if not isinstance(like, torch.Tensor) or entry.name in changed:
+                raise LayoutRefused("the result channel reported a changed input that is "
+                                    "not a tensor input of the call")
+            changed.add(entry.name)
+            what = f"input '{entry.name}'"
+        assert isinstance(like, torch.Tensor)
+        if entry.shape != tuple(like.shape):
+            raise LayoutRefused(f"{what} has shape {entry.shape}, expected {tuple(like.shape)}")
+        if entry.dtype != str(like.dtype):
+            raise LayoutRefused(f"{what} has dtype {entry.dtype}, expected {like.dtype}")
+        checked.append((entry, like.dtype))
+    return checked
+
+
+def placement(layout: Sequence[tuple[TensorLayout, torch.dtype]]) -> tuple[list[int], int]:
+    """Where each tensor of a call starts, relative to the call, and the bytes the call
+    spans: both sides derive them from the layout alone."""
+    offsets, end = [], 0
+    for entry, dtype in layout:
+        start = _aligned(end, ALIGN)
+        offsets.append(start)
+        end = start + _nbytes(dtype, entry.shape)
+    return offsets, end
+
+
+def _aligned(value: int, boundary: int) -> int:
+    return -(-value // boundary) * boundary
+
+
+class _Mapping:
+    """A growing shared mapping of the area's first bytes: mapped once, re-mapped larger
+    only when a call reaches past it (each side keeps one for the child's life)."""
+
+    def __init__(self, fd: int, nbytes: int) -> None:
+        self.fd, self.nbytes = fd, nbytes
+        self._map: mmap.mmap | None = None
+        self._view: torch.Tensor | None = None
+
+    def bytes(self, start: int, length: int) -> torch.Tensor:
+        end = start + length
+        if self._view is None or end > self._view.numel():
+            size = min(self.nbytes, max(_aligned(end, mmap.PAGESIZE), 2 * self.mapped,
+                                        GROWTH_BYTES))
+            self._view = None  # the old mapping goes once nothing views it
+            self._map = mmap.mmap(self.fd, size, mmap.MAP_SHARED,
+                                  mmap.PROT_READ | mmap.PROT_WRITE)
+            self._view = torch.frombuffer(self._map, dtype=torch.uint8)
+        return self._view[start:end]
+
+    @property
+    def mapped(self) -> int:
+        return 0 if self._view is None else self._view.numel()
+
+    def close(self) -> None:
+        self._view = None
+        self._map = None
+
+
+class OutputArea:
+    """The parent's side: makes the sealed area and reads calls out of it."""
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = _aligned(max(nbytes, mmap.PAGESIZE), mmap.PAGESIZE)
+        self.fd = os.memfd_create("atrex-outputs", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.ftruncate(self.fd, self.nbytes)
+            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS,
+                        fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+        except OSError:
+            os.close(self.fd)
+            raise
+        self._mapping = _Mapping(self.fd, self.nbytes)
+
+    def read_call(self, offset: object, layout: Sequence[tuple[TensorLayout, torch.dtype]],
+                  device: torch.device) -> CallTensors:
+        """The declared tensors of the call at `offset`, copied out of the area."""
+        starts, span = placement(layout)
+        if type(offset) is not int or offset < 0 or offset % CALL_ALIGN \
+                or offset + span > self.nbytes:
+            raise LayoutRefused("the result channel placed a call's outputs outside the "
+                                "output area")
+        region = self._mapping.bytes(offset, span)
+        result = CallTensors({}, {})
+        for (entry, dtype), start in zip(layout, starts, strict=True):
+            part = region[start:start + _nbytes(dtype, entry.shape)]
+            # a copy of the parent's own, on its device: the child may still write the area
+            tensor = part.view(dtype).reshape(entry.shape).to(device, copy=True)
+            target = result.outputs if entry.role == OUTPUT else result.modified_inputs
+            target[entry.name] = tensor
+        return result
+
+    def close(self) -> None:
+        self._mapping.close()
+        os.close(self.fd)
+
+
+class AreaFull(RuntimeError):
+    """A call's outputs do not fit in what is left of the output area."""
+
+
+class AreaWriter:
+    """The child's side: writes each call after the previous one, from 0 each request."""
+
+    def __init__(self, fd: int, nbytes: int) -> None:
+        self.nbytes = nbytes
+        self._mapping = _Mapping(fd, nbytes)
+        self._next = 0
+
+    def start_request(self) -> None:
+        """The parent has judged every call of the last request: its bytes may go."""
+        self._next = 0
+
+    def write_call(self, outputs: Mapping[str, torch.Tensor],
+                   modified_inputs: Mapping[str, torch.Tensor]) -> tuple[int, list[list[Any]]]:
+        """Copy the tensors into the area; their offset and the layout for the event."""
+        tensors = [(role, name, tensor.detach()) for role, group in
+                   ((OUTPUT, outputs), (INPUT, modified_inputs)) for name, tensor in group.items()]
+        layout = [TensorLayout(role, name, str(t.dtype), tuple(t.shape)) for role, name, t in
+                  tensors]
+        starts, span = placement([(entry, t.dtype) for entry, (_, _, t) in
+                                  zip(layout, tensors, strict=True)])
+        offset = _aligned(self._next, CALL_ALIGN)
+        if offset + span > self.nbytes:
+            raise AreaFull(f"the outputs ({span / 2**20:.0f} MiB) do not fit in the sandbox's "
+                           f"output area ({self.nbytes / 2**20:.0f} MiB, "
+                           f"{max(0, self.nbytes - offset) / 2**20:.0f} MiB left in this "
+                           "request)")
+        region = self._mapping.bytes(offset, span)
+        for (_, _, tensor), start in zip(tensors, starts, strict=True):
+            if tensor.numel():
+                flat = tensor.contiguous().reshape(-1).view(torch.uint8)
+                region[start:start + flat.numel()].copy_(flat)
+        self._next = offset + span
+        return offset, [entry.to_wire() for entry in layout]
