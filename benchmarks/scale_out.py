@@ -22,6 +22,10 @@ round robin on that release instead: the portal's path for the same files `worke
 times on the worker's path. Each phase also reports what the portal adds: upload to the
 first job's start, the jobs' own run time (the worker's "started" to "ended" reports) and
 their end to the last result stored; seconds per shape = upload to last job's end / shapes.
+Inside the jobs it splits the harness's own seconds (as stored with each shape's result, its
+wait for a child started ahead apart) from what the worker and broker add around them. The
+first upload waits --settle-s (15 s, as worker_speed.py does) after the workers are up, so
+that the first job's child, started ahead, is ready as every later job's is.
 
 On a lent two-GPU H200 machine (no network; Python 3.12): run `scripts/device-wheels` here
 first, carry `.whl`, and begin the command with the install line that script prints (the
@@ -52,6 +56,9 @@ def main() -> None:
     parser.add_argument("--submissions", type=int, default=12)
     parser.add_argument("--timeout-s", type=float, default=1800)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--settle-s", type=float, default=15.0,
+                        help="wait this long after the workers are up before the first upload "
+                             "(worker_speed.py waits as long: the first job's child is ready)")
     parser.add_argument("--release", type=Path, default=None,
                         help="a release folder (default: the fixture release)")
     parser.add_argument("--candidate", action="append", default=[], metavar="OP=FILE",
@@ -61,7 +68,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.phase is not None:
         print(json.dumps(run_phase(args.phase, args.submissions, args.folder, args.timeout_s,
-                                   args.release, args.candidate)))
+                                   args.release, args.candidate, args.settle_s)))
         return
     phases = []
     for count in [int(n) for n in args.workers.split(",")]:
@@ -73,6 +80,7 @@ def main() -> None:
             done = subprocess.run(
                 [sys.executable, __file__, "--phase", str(count), "--folder", folder,
                  "--submissions", str(args.submissions), "--timeout-s", str(args.timeout_s),
+                 "--settle-s", str(args.settle_s),
                  *(["--release", str(args.release.resolve())] if args.release else []),
                  *[f"--candidate={c}" for c in args.candidate]],
                 env=env, cwd=REPO, capture_output=True, text=True)
@@ -89,6 +97,12 @@ def main() -> None:
               f"run {phase['job_run_s']:.1f} s ({phase['job_run_s'] / phase['shapes']:.3f} s per "
               f"shape), last end to last result stored {phase['last_end_to_stored_s']:.2f} s",
               flush=True)
+        per = max(phase["shapes"], 1)
+        outside = phase["job_run_s"] - phase["harness_s"]
+        print(f"  inside the jobs, per shape: the harness {phase['harness_s'] / per:.3f} s (of "
+              f"which waiting for a child {phase['child_wait_s'] / per:.3f} s), outside it "
+              f"(job set-up, reports through the broker, storage) {outside / per:.3f} s",
+              flush=True)
     if len(phases) > 1:
         base = phases[0]["shapes_per_minute"]
         for phase in phases[1:]:
@@ -99,8 +113,8 @@ def main() -> None:
 
 
 def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float,
-              release_dir: Path | None = None, candidates: list[str] | None = None
-              ) -> dict[str, Any]:
+              release_dir: Path | None = None, candidates: list[str] | None = None,
+              settle_s: float = 0.0) -> dict[str, Any]:
     """Inside a fresh process whose environment names this phase's database and broker."""
     import django
 
@@ -155,6 +169,7 @@ def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float,
         processes.append(gpu_worker(f"eval{index}", f"eval.{HARDWARE}", pin, logs, bundle))
     try:
         wait_ready(processes, logs)
+        time.sleep(settle_s)  # each worker's first child, started ahead, gets ready
         started = time.monotonic()
         for index in range(submissions):
             operator, sample = samples[index % len(samples)]
@@ -182,6 +197,11 @@ def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float,
                 if job.started_at and job.finished_at)
     shapes = sum(job.shapes_total for job in jobs)
     stored = ShapeResult.objects.count()
+    # the harness's own seconds per shape, and its wait for a child started ahead, as stored
+    raws = [r.raw for r in ShapeResult.objects.all()]
+    harness_s = sum(float(r.get("seconds") or 0.0) for r in raws)
+    child_wait_s = sum(float(((r.get("steps") or {}).get("seconds") or {}).get(
+        "child_start_wait") or 0.0) for r in raws)
     statuses: dict[str, int] = {}
     for job in jobs:
         statuses[job.status] = statuses.get(job.status, 0) + 1
@@ -191,6 +211,9 @@ def run_phase(workers: int, submissions: int, folder: Path, timeout_s: float,
         "seconds_per_shape": seconds / shapes if shapes else None,
         "upload_to_first_start_s": (first_start - uploaded).total_seconds(),
         "job_run_s": run_s,
+        "harness_s": harness_s,
+        "child_wait_s": child_wait_s,
+        "settle_s": settle_s,
         # the poll that saw every job ended came this long after the last one's "ended"
         "last_end_to_stored_s": seconds - (last_end - uploaded).total_seconds(),
         "repeated_attempts": sum(1 for job in jobs if job.attempts > 1),
