@@ -38,7 +38,11 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZES_MB = (8, 22, 151)  # the public rms_norm's median, mean and largest output (bf16)
-UNSHARE = ("unshare", "--mount", "--net", "--pid", "--fork", "--kill-child", "--")
+# --mount-proc: a /proc of the new PID namespace, as the jail mounts one. Without it the
+# child's CUDA initialisation failed on the H200 (error 304, 2026-12-03: results/h200-2026-12-03/
+# handoff_probe.log); with it the probe has not been run yet.
+UNSHARE = ("unshare", "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
+           "--")
 
 
 def register(view: torch.Tensor) -> float:
