@@ -443,7 +443,10 @@ def _report(api: Api, detail: dict[str, Any], fmt: str) -> None:
                       score_text(by_operator[job["operator"]])
                       if job["operator"] in by_operator else "-", error)
     if score:
-        table.caption = (f"S_agg {score_text(score.get('aggregate'))} under "
+        interval = (score.get("intervals") or {}).get("aggregate")
+        table.caption = (f"S_agg {score_text(score.get('aggregate'))}"
+                         + (f" (95% interval {interval[0]:.3f} to {interval[1]:.3f})"
+                            if interval else "") + " under "
                          f"weights v{score['weights_version']}; correctness "
                          f"{score['correctness_rate']:.0%}, DSL adoption "
                          f"{score['dsl_adoption_rate']:.0%}"
@@ -511,6 +514,7 @@ def cmd_leaderboard(args: argparse.Namespace, err: Console) -> int:
     for row in rows:
         # A missing score is a correct result without a GPU time: not timed, not 0.
         table.add_row(*("not timed" if c in SCORE_COLUMNS and row.get(c) is None
+                        else _with_interval(row) if c == board and row.get("interval")
                         else _cell(row.get(c)) for c in columns))
     if not rows:
         table.caption = "no ranked submissions yet"
@@ -519,6 +523,13 @@ def cmd_leaderboard(args: argparse.Namespace, err: Console) -> int:
 
 
 SCORE_COLUMNS = ("score", "aggregate", "memory", "compute", "prefill", "decode")
+
+
+def _with_interval(row: dict[str, Any]) -> str:
+    """The board's own score and half its 95% interval ("tie" in the badges when it overlaps
+    the next row's)."""
+    value, high = row[row["ranked_by"]], row["interval"][1]
+    return f"{value:.3f} ± {high - value:.3f}"
 
 
 def _cell(value: Any) -> str:

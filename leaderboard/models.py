@@ -66,6 +66,9 @@ class SubmissionScore(models.Model):
     # Jobs run in Triton's CPU interpreter: a check without times, never ranked on a board.
     interpreter_jobs = models.PositiveIntegerField(default=0)
     by_operator = models.JSONField()
+    intervals = models.JSONField(
+        default=dict, help_text="95% intervals [low, high] or null: aggregate, memory, compute, "
+                                "prefill, decode, by_operator {op: ...} (leaderboard/scoring.py)")
     computed_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -18,13 +18,25 @@
   counted in `unevaluated_shapes` so boards can say so.
 - A job run in Triton's CPU interpreter is a check, not a measurement: a submission with one
   is counted in `interpreter_jobs` and never ranked (boards leave it out).
+- Every S_op, S_agg and subset score carries a 95% interval, score +- 1.96 standard errors.
+  A shape's attainment error comes from its timing samples (the bootstrap standard error of
+  its median, evaluation/harness/confidence.py, times a / T); S_op's from drawing every
+  shape around its attainment with that error and taking the median, again and again (a
+  fixed seed: a rescore gives the same interval); S_agg's from the operators' errors,
+  independent, weighted: sqrt(sum (w_op * se_op)^2). Failed and fallback shapes score 0
+  with no error; an operator without a candidate scores 0 with none either. Where a shape
+  scored above 0 has no error (results stored before 2026-12-03 kept no samples), its
+  operator's interval, and every interval that rests on it, is unknown (None).
 """
 
 from __future__ import annotations
 
+import math
+import random
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from evaluation.harness.results import UNVERIFIED_ON_CPU
 from portal.errors import DomainError
@@ -50,6 +62,7 @@ class ShapeOutcome:
     regime: str | None = None  # "memory", "compute" or "balanced"
     phase: str | None = None  # "prefill", "decode" or "prefill/decode"
     evaluated: bool = True  # False: its job ended without reporting it (scores 0)
+    attainment_se: float | None = None  # the attainment's standard error (None: unknown)
 
 
 @dataclass(frozen=True)
@@ -77,6 +90,14 @@ class WeightedScore:
     unevaluated_shapes: int = 0  # shapes of cancelled or failed jobs, scored 0
     lost_jobs: int = 0  # jobs ended by an infrastructure failure (not the team's doing)
     interpreter_jobs: int = 0  # jobs run in Triton's CPU interpreter: never ranked
+    # 95% intervals [low, high] (None: unknown): "aggregate", the subsets by name, and
+    # "by_operator" {operator: [low, high] or None}
+    intervals: Mapping[str, Any] = field(default_factory=dict)
+
+
+INTERVAL_Z = 1.96  # two-sided 95%, for a score that is roughly normal around its value
+REPLICATES = 200
+SEED = 20261203
 
 
 # The stored score's fields, in one place: leaderboard.models.SubmissionScore has a column for
@@ -157,6 +178,8 @@ class SubmissionSummary:
     unevaluated: int = 0
     lost_jobs: int = 0
     interpreter_jobs: int = 0
+    # standard errors of the operator scores: "all" and each subset -> operator -> se or None
+    errors: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, object]:
         return {"ranked": self.ranked, "by_operator": dict(self.by_operator),
@@ -164,7 +187,8 @@ class SubmissionSummary:
                 "shapes": self.shapes, "correct": self.correct, "native": self.native,
                 "mixed": self.mixed, "fallback": self.fallback, "complete": self.complete,
                 "unevaluated": self.unevaluated, "lost_jobs": self.lost_jobs,
-                "interpreter_jobs": self.interpreter_jobs}
+                "interpreter_jobs": self.interpreter_jobs,
+                "errors": {k: dict(v) for k, v in self.errors.items()}}
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> SubmissionSummary:
@@ -177,7 +201,8 @@ class SubmissionSummary:
                    complete=bool(data.get("complete", True)),
                    unevaluated=int(data.get("unevaluated", 0)),  # type: ignore[call-overload]
                    lost_jobs=int(data.get("lost_jobs", 0)),  # type: ignore[call-overload]
-                   interpreter_jobs=int(data.get("interpreter_jobs", 0)))  # type: ignore[call-overload]
+                   interpreter_jobs=int(data.get("interpreter_jobs", 0)),  # type: ignore[call-overload]
+                   errors=data.get("errors") or {})  # type: ignore[arg-type]
 
 
 def summarise(outcomes: Sequence[ShapeOutcome], policy: ScoringPolicy = ScoringPolicy(), *,
@@ -189,10 +214,13 @@ def summarise(outcomes: Sequence[ShapeOutcome], policy: ScoringPolicy = ScoringP
     infrastructure failure, of which there were `lost_jobs`); an incomplete one is never
     ranked, nor is one with `interpreter_jobs` (run in Triton's CPU interpreter).
     """
+    everything = _by_operator(outcomes, policy, lambda o: True)
+    subsets = {name: _by_operator(outcomes, policy, keep) for name, keep in SUBSETS.items()}
     return SubmissionSummary(
         ranked=not any(o.suspicious for o in outcomes),
-        by_operator=_by_operator(outcomes, policy, lambda o: True),
-        by_subset={name: _by_operator(outcomes, policy, keep) for name, keep in SUBSETS.items()},
+        by_operator=everything[0],
+        by_subset={name: scores for name, (scores, _) in subsets.items()},
+        errors={"all": everything[1], **{name: errors for name, (_, errors) in subsets.items()}},
         shapes=len(outcomes),
         correct=sum(o.correct for o in outcomes),
         native=sum(o.correct and o.verdict == NATIVE for o in outcomes),
@@ -217,13 +245,24 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
     operators = sorted(normalised)
     by_operator = summary.by_operator
     total = summary.shapes
-    subsets = {}
+    aggregate = weighted_score(by_operator, normalised)
+    errors = summary.errors.get("all")
+    intervals: dict[str, Any] = {
+        "aggregate": _interval(aggregate, _weighted_error(by_operator, errors, normalised)),
+        "by_operator": {op: _interval(by_operator.get(op, 0.0), _operator_error(
+            op, by_operator, errors)) for op in operators}}
+    subsets: dict[str, float | None] = {}
     for name in SUBSETS:
         scores = summary.by_subset.get(name, {})
         members = set(scores) if subset_operators is None else set(subset_operators.get(name, ()))
         present = [op for op in normalised if op in members and normalised[op] > 0]
-        subsets[name] = (weighted_score(scores, normalise_weights(normalised, present))
-                         if present else None)
+        if not present:
+            subsets[name] = intervals[name] = None
+            continue
+        subset_weights = normalise_weights(normalised, present)
+        subsets[name] = weighted_score(scores, subset_weights)
+        intervals[name] = _interval(subsets[name], _weighted_error(
+            scores, summary.errors.get(name), subset_weights))
     return WeightedScore(
         ranked=summary.ranked,
         aggregate=weighted_score(by_operator, normalised),
@@ -235,7 +274,56 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
         mixed_shapes=summary.mixed, fallback_shapes=summary.fallback,
         complete=summary.complete, unevaluated_shapes=summary.unevaluated,
         lost_jobs=summary.lost_jobs, interpreter_jobs=summary.interpreter_jobs,
+        intervals=intervals,
     )
+
+
+def attainment_error(attainment: float | None, median_s: float | None,
+                     median_se_s: float | None) -> float | None:
+    """A shape's attainment error from its time's: a = SOL / T, so se_a = a * se_T / T."""
+    if attainment is None or not median_s or median_se_s is None:
+        return None
+    return attainment * median_se_s / median_s
+
+
+def operator_standard_error(scored: Sequence[tuple[float, float]]) -> float:
+    """S_op's standard error from its shapes' (attainment, standard error): every shape drawn
+    around its attainment with its error (never below 0), the median taken, REPLICATES
+    times, with a fixed seed."""
+    if not any(se > 0 for _, se in scored):
+        return 0.0
+    draw = random.Random(SEED)
+    replicates = [statistics.median(max(0.0, draw.gauss(a, se)) if se > 0 else a
+                                    for a, se in scored) for _ in range(REPLICATES)]
+    return statistics.pstdev(replicates)
+
+
+def _operator_error(operator: str, scores: Mapping[str, float | None],
+                    errors: Mapping[str, float | None] | None) -> float | None:
+    if operator not in scores:
+        return 0.0  # no candidate: 0, and certainly so
+    return None if errors is None else errors.get(operator)
+
+
+def _weighted_error(scores: Mapping[str, float | None], errors: Mapping[str, float | None] | None,
+                    weights: Mapping[str, float]) -> float | None:
+    """sqrt(sum (w_op * se_op)^2): operators are evaluated apart, so their errors are
+    independent; None when any weighted operator's error is unknown."""
+    total = 0.0
+    for op, weight in weights.items():
+        if weight <= 0:
+            continue
+        error = _operator_error(op, scores, errors)
+        if error is None:
+            return None
+        total += (weight * error) ** 2
+    return math.sqrt(total)
+
+
+def _interval(score: float | None, error: float | None) -> list[float] | None:
+    if score is None or error is None:
+        return None
+    return [max(0.0, score - INTERVAL_Z * error), score + INTERVAL_Z * error]
 
 
 def score_submission(outcomes: Sequence[ShapeOutcome], weights: Mapping[str, float],
@@ -253,9 +341,20 @@ def solve_rate(operator_results: Iterable[Sequence[ShapeOutcome]]) -> float:
 
 
 def _by_operator(outcomes: Iterable[ShapeOutcome], policy: ScoringPolicy,
-                 keep: Callable[[ShapeOutcome], bool]) -> dict[str, float | None]:
-    grouped: dict[str, list[float | None]] = {}
+                 keep: Callable[[ShapeOutcome], bool]
+                 ) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    """S_op per operator over the kept shapes, and each one's standard error."""
+    grouped: dict[str, list[tuple[float | None, float | None]]] = {}
     for outcome in outcomes:
         if keep(outcome):
-            grouped.setdefault(outcome.operator, []).append(shape_score(outcome, policy))
-    return {op: operator_score(scores) for op, scores in grouped.items()}
+            score = shape_score(outcome, policy)
+            # a 0 (failed, fallback) is certain; an attainment's error is what was measured
+            error = outcome.attainment_se if score else 0.0
+            grouped.setdefault(outcome.operator, []).append((score, error))
+    scores = {op: operator_score(s for s, _ in shapes) for op, shapes in grouped.items()}
+    errors: dict[str, float | None] = {}
+    for op, shapes in grouped.items():
+        known = [(s, e) for s, e in shapes if s is not None and e is not None]
+        errors[op] = operator_standard_error(known) \
+            if scores[op] is not None and len(known) == len(shapes) else None
+    return scores, errors

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
 import csv
 import io
+import itertools
 import statistics
 from collections.abc import Sequence
 from datetime import datetime
@@ -17,7 +19,13 @@ from evaluation.catalog.models import HardwareProfile, Operator, Release
 from evaluation.harness.dsl import DSL_LABELS
 from evaluation.harness.roofline import roofline_point
 from leaderboard.models import BoardFreeze, SubmissionScore, WeightSet
-from leaderboard.scoring import ScoringPolicy, ShapeOutcome, combine, solve_rate, summarise
+from leaderboard.scoring import (
+    ScoringPolicy,
+    ShapeOutcome,
+    combine,
+    solve_rate,
+    summarise,
+)
 from leaderboard.services import scoring_context, shape_regime
 from submissions.models import Candidate, ShapeResult, Submission
 
@@ -33,8 +41,9 @@ COLUMN_LABELS = {
     "correctness_rate": "Correct shapes", "dsl_adoption_rate": "Native shapes",
     "output_tokens": "Output to\u00adkens", "agent": "Agent", "model": "Model", "date": "Date",
     "badges": "Notes"}
-# The exports also say what each row was measured with (the page names it above the table).
-EXPORT_COLUMNS = (*COLUMNS, "environment")
+# The exports also give the board's own score's 95% interval and what each row was measured
+# with (the page names it above the table).
+EXPORT_COLUMNS = (*COLUMNS, "interval_low", "interval_high", "environment")
 # The boards of one release and hardware: each ranks teams by one of the stored scores.
 BOARDS = {"aggregate": "Aggregate (S_agg)", "memory": "Memory-bound shapes",
           "compute": "Compute-bound shapes", "prefill": "Prefill operators",
@@ -60,7 +69,7 @@ _BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name
                  "submission__created_at", "submission__output_tokens", "submission__agent",
                  "submission__model_name", "ranked", "complete", "unevaluated_shapes", "lost_jobs",
                  "interpreter_jobs", "mixed_shapes", "fallback_shapes", "submission__environment",
-                 *NUMBER_COLUMNS)
+                 "intervals", *NUMBER_COLUMNS)
 # What a board ranks: whole evaluations, none quarantined, measured on the hardware (a run in
 # Triton's CPU interpreter is a check of correctness and adoption, with no time to rank).
 RANKABLE = {"ranked": True, "complete": True, "interpreter_jobs": 0}
@@ -133,18 +142,42 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     ordered = sorted(best.values(), key=lambda s: (
         not _rankable(s),
         *ranked_order(s[board], s["correctness_rate"], s["submission__created_at"])))
-    rows: list[dict[str, Any]] = []
-    rank = 0
-    for score in ordered:
-        rankable = _rankable(score)
-        rank += rankable
-        rows.append(_row(score, rank=rank if rankable else None))
+    rows = [_row(score, rank=None) for score in ordered]
+    for row, score in zip(rows, ordered, strict=True):
+        row["interval"], row["ranked_by"] = (score["intervals"] or {}).get(board), board
+    assign_ranks([row for row, score in zip(rows, ordered, strict=True) if _rankable(score)])
     if sort in NUMBER_COLUMNS and sort != board:
         rows.sort(key=lambda r: -(r[sort] if r[sort] is not None else -1.0))
     labels = dsl_labels([r["submission"] for r in rows])
     for row in rows:
         row["dsl"] = labels.get(row["submission"], "")
     return rows
+
+
+def assign_ranks(rows: list[dict[str, Any]]) -> None:
+    """Ranks for rows in board order (best first), each with its score's 95% "interval".
+
+    A row's rank is 1 + the rows above it that are clearly better: all of them, except those
+    whose interval overlaps its own (both known). Rows whose intervals overlap so share a
+    rank; adjacent rows with one rank are badged "tie". Ranks never go down the board. A row
+    without an interval (results stored before intervals) ranks by position, as before."""
+    lows: list[float] = []  # the known intervals' lows of the rows above, sorted
+    previous = 0
+    for position, row in enumerate(rows):
+        interval = row.get("interval")
+        overlapping = 0
+        if interval is not None:
+            # rows above score at least as high, so they overlap exactly when their low is
+            # not above this row's high
+            overlapping = bisect.bisect_right(lows, interval[1])
+            bisect.insort(lows, interval[0])
+        rank = max(previous, 1 + position - overlapping)
+        row["rank"] = previous = rank
+    for above, below in itertools.pairwise(rows):
+        if above["rank"] == below["rank"]:
+            for row in (above, below):
+                if "tie" not in row["badges"]:
+                    row["badges"].append("tie")
 
 
 def dsl_labels(submission_ids: Sequence[int]) -> dict[int, str]:
@@ -337,7 +370,9 @@ def rows_as_csv(rows: Sequence[dict[str, Any]], baselines: Sequence[dict[str, An
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for row in [*rows, *baselines]:
-        writer.writerow({k: _csv_cell(row[k]) for k in columns})
+        interval = row.get("interval") or (None, None)
+        cells = {**row, "interval_low": interval[0], "interval_high": interval[1]}
+        writer.writerow({k: _csv_cell(cells[k]) for k in columns})
     return buffer.getvalue()
 
 
@@ -385,10 +420,14 @@ def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: W
             best[team] = (key, value, score)
     ordered = sorted(best.values(), key=lambda item: ranked_order(
         item[1], correctness[item[2].submission_id], item[2].submission.created_at))
-    rows = [{"rank": i + 1, "team": s.submission.team.name, "submission": s.submission.pk,
-             "score": value, "correctness_rate": correctness[s.submission_id],
-             "date": s.submission.created_at.date().isoformat()}
-            for i, (_, value, s) in enumerate(ordered)]
+    rows: list[dict[str, Any]] = [
+        {"rank": None, "team": s.submission.team.name, "submission": s.submission.pk,
+         "score": value, "correctness_rate": correctness[s.submission_id],
+         "date": s.submission.created_at.date().isoformat(), "badges": [],
+         "interval": ((s.intervals or {}).get("by_operator") or {}).get(operator),
+         "ranked_by": "score"}
+        for _, value, s in ordered]
+    assign_ranks(rows)
     values = [value for _, value, _ in ordered if value is not None]
     return {
         "operator": operator, "rows": rows, "teams": len(rows),

@@ -23,6 +23,7 @@ from leaderboard.scoring import (
     ShapeOutcome,
     SubmissionSummary,
     WeightError,
+    attainment_error,
     combine,
     normalise_weights,
     summarise,
@@ -244,7 +245,7 @@ class _ScoringContext:
         rows = (ShapeResult.objects.filter(**{f"job__{k}": v for k, v in which.items()},
                                            attempt=F("job__attempts"))
                 .values_list("job_id", "shape__shape_id", "status", "verdict", "attainment",
-                             "suspicious")
+                             "suspicious", "median_s", "median_se_s")
                 .iterator(chunk_size=20000))
         for job_id, shape_id, *result in rows:
             results[job_id][shape_id] = tuple(result)
@@ -272,11 +273,12 @@ class _ScoringContext:
                         operator=operator.name, shape_id=shape_id, correct=False, verdict=None,
                         attainment=0.0, regime=kind, phase=phase, evaluated=False))
                     continue
-                result_status, verdict, value, suspicious = reported
+                result_status, verdict, value, suspicious, median_s, median_se_s = reported
                 grouped[submission_id].append(ShapeOutcome(
                     operator=operator.name, shape_id=shape_id, correct=result_status == "passed",
                     verdict=verdict or None, attainment=value, suspicious=suspicious,
-                    regime=kind, phase=phase))
+                    regime=kind, phase=phase,
+                    attainment_se=attainment_error(value, median_s, median_se_s)))
         return grouped
 
     def subset_operators(self, hardware: HardwareProfile) -> dict[str, set[str]]:

@@ -66,6 +66,7 @@ class Cell(NamedTuple):
     badges: list[tuple[str, str]]  # (css class, label)
     title: str = ""  # shown on hover: the submission's environment
     label: str = ""  # its column's header: the phone layout shows it beside the value
+    note: str = ""  # a second, smaller line: the board's own score's interval
 
 
 def _cells(row: dict[str, Any], baseline: bool = False,
@@ -88,6 +89,11 @@ def _values(row: dict[str, Any], baseline: bool, empty_columns: frozenset[str]) 
         elif value is None:
             # A score is None when a correct shape has no time (no GPU): not timed, not 0.
             cells.append(Cell("not timed" if column in SCORE_COLUMNS else "–", num, []))
+        elif column == row.get("ranked_by") and row.get("interval") is not None:
+            low, high = row["interval"]
+            cells.append(Cell(floatformat(value, 3), num, [],
+                              f"95% interval {floatformat(low, 3)} to {floatformat(high, 3)}",
+                              note=f"± {floatformat(high - value, 3)}"))
         else:
             cells.append(Cell(floatformat(value, 3) if num else str(value), num, []))
     return cells

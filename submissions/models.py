@@ -137,6 +137,9 @@ class ShapeResult(models.Model):
     dsl_ratio = models.FloatField(null=True)
     median_s = models.FloatField(
         null=True, help_text="the scored time: the device span of one forward (median)")
+    median_se_s = models.FloatField(
+        null=True, help_text="the median's bootstrap standard error from the timing samples "
+                             "(evaluation/harness/confidence.py): intervals and ties rest on it")
     p10_s = models.FloatField(null=True)
     p90_s = models.FloatField(null=True)
     samples = models.PositiveIntegerField(null=True)

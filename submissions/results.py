@@ -39,6 +39,7 @@ def store_shape(job: EvaluationJob, raw: dict[str, Any]) -> None:
             "verdict": shown_verdict(adoption.get("verdict", ""), job.mode),
             "dsl_ratio": adoption.get("dsl_ratio"),
             "median_s": timing.get("median_s"),
+            "median_se_s": timing.get("median_se_s"),
             "p10_s": timing.get("p10_s"),
             "p90_s": timing.get("p90_s"),
             "samples": timing.get("n"),

@@ -131,7 +131,7 @@ def queue_places(jobs: Sequence[EvaluationJob], hardware_id: int) -> dict[int, d
 # The score's fields a submission's page and API show (of leaderboard.scoring.SCORE_FIELDS).
 ACTIVE_SCORE_FIELDS = ("ranked", "complete", "unevaluated_shapes", "lost_jobs", "aggregate",
                 "unweighted_mean", "memory", "compute", "prefill", "decode", "correctness_rate",
-                "dsl_adoption_rate", "by_operator")
+                "dsl_adoption_rate", "by_operator", "intervals")
 
 
 def active_score(submission: Submission) -> dict[str, Any] | None:

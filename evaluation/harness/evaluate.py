@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import math
 import platform
 import random
 import secrets
+import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ import torch
 from . import adoption as adoption_mod
 from . import environment
 from .compare import Comparison, as_output_dict, compare_outputs
+from .confidence import median_standard_error
 from .device_memory import configure_cuda_allocator, is_out_of_memory, release_cached_memory
 from .dsl import unavailable_reason
 from .operator_files import import_file, make_inputs, make_model, tensor_bytes
@@ -52,6 +55,8 @@ from .sandbox import (
 )
 from .steps import Steps, checked_child_steps
 from .timing import TimingSettings
+
+MAX_TIMING_SAMPLES = TimingSettings().max_samples
 
 
 @dataclass(frozen=True)
@@ -620,6 +625,18 @@ def _checked_timing(timing: object) -> dict[str, Any]:
     if timing["measured"] and not (isinstance(timing.get("median_s"), int | float)
                                    and timing["median_s"] > 0):
         raise CandidateError("performance", "the timing report has no positive median")
+    if timing["measured"]:
+        samples = timing.get("samples_s")
+        if not (isinstance(samples, list) and 0 < len(samples) <= MAX_TIMING_SAMPLES
+                and len(samples) == timing.get("n") and all(
+                    isinstance(s, int | float) and not isinstance(s, bool) and s > 0
+                    for s in samples)):
+            raise CandidateError("performance", "the timing report's samples are malformed")
+        if not math.isclose(statistics.median(samples), timing["median_s"], rel_tol=1e-9):
+            raise CandidateError("performance", "the timing report's median is not the median "
+                                                "of its samples")
+        # the trusted side's own figure: how far the median could move (confidence.py)
+        timing["median_se_s"] = median_standard_error(samples)
     return timing
 
 

@@ -156,6 +156,9 @@ class TimingReport:
     seconds_spent: float = 0.0
     fresh_inputs: bool | None = None  # new contents before every call (else restored ones)
     checked_calls: int = 0
+    # The scored samples in the order taken (seconds): the trusted side checks their median is
+    # median_s and derives the median's standard error from them (confidence.py).
+    samples_s: list[float] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -275,6 +278,7 @@ def _report(method: str, windows: list[ForwardWindow], walls: list[float],
         persisting_l2_reset=sampler.reset_persisting is not None,
         graph_error=graph_error,
         seconds_spent=seconds,
+        samples_s=list(scored),
     )
 
 

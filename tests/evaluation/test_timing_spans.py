@@ -152,8 +152,18 @@ def test_a_real_timing_report_passes_the_parents_check_and_a_forged_one_fails() 
     report = TimingReport(measured=True, method="graph", median_s=2e-6, p10_s=1.9e-6, p90_s=2.2e-6,
                           mean_s=2e-6, rse=float("inf"), n=20, kernels_per_forward=1.0,
                           wall_median_s=5e-6, l2_flush_bytes=1 << 28, persisting_l2_reset=True,
-                          timed_kernel_names=["a"])
-    assert _checked_timing(report.to_dict())["median_s"] == 2e-6
+                          timed_kernel_names=["a"],
+                          samples_s=[1.9e-6, 2.2e-6] * 5 + [2e-6] * 10)  # median 2e-6
+    checked = _checked_timing(report.to_dict())
+    assert checked["median_s"] == 2e-6
+    assert checked["median_se_s"] is not None and 0 < checked["median_se_s"] < 1e-7
+    real = report.to_dict()
+    for forged in ({**real, "samples_s": real["samples_s"][:-1]},  # fewer than n
+                   {**real, "samples_s": [1e-9] * 20},  # a median other than median_s
+                   {**real, "samples_s": [2e-6] * 19 + ["fast"]},
+                   {**real, "samples_s": None}):
+        with pytest.raises(CandidateError, match="timing report's (samples|median)"):
+            _checked_timing(forged)
     for forged in ({"measured": True, "median_s": "fast", "timed_kernel_names": []},
                    {"measured": True, "median_s": 0, "timed_kernel_names": []},
                    {"measured": True, "median_s": 1e-6},  # no kernel names

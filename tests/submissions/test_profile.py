@@ -312,7 +312,7 @@ def test_a_board_row_says_which_environment_measured_it(profiled: dict[str, Any]
     [row] = Client().get(f"/api/boards/{release}/H200/").json()["rows"]
     assert row["environment"] == text
     csv_text = Client().get(f"/api/boards/{release}/H200/?format=csv").content.decode()
-    assert csv_text.splitlines()[0].endswith(",badges,environment")
+    assert csv_text.splitlines()[0].endswith(",badges,interval_low,interval_high,environment")
     assert text in csv_text
 
 

@@ -1,0 +1,158 @@
+"""Confidence on every score: intervals from timing samples, and ties on boards.
+
+A shape's time error comes from its samples (the bootstrap of the median), S_op's from its
+shapes', S_agg's from the operators'; a board shares a rank between rows whose intervals
+overlap and badges them "tie". A weight change rescored in bulk keeps the intervals: they
+are recomputed from the stored per-shape errors, nothing is run again.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.test import Client
+
+from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, Release, Shape
+from evaluation.harness.confidence import median_standard_error
+from leaderboard.scoring import (
+    ShapeOutcome,
+    attainment_error,
+    combine,
+    operator_standard_error,
+    summarise,
+)
+from leaderboard.selectors import assign_ranks
+from leaderboard.services import weight_set_activate, weight_set_create
+from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
+from tests.conftest import FIXTURE_RELEASE
+from tests.factories import TeamFactory
+
+TICK = 32e-9
+
+
+def test_the_medians_error_is_the_spread_of_resampled_medians_and_repeats_exactly() -> None:
+    assert median_standard_error([2e-6] * 40) == 0.0  # every sample the same: it cannot move
+    assert median_standard_error([2e-6]) is None
+    # tick-quantised samples of a ~1.5 us kernel: the median moves in whole ticks
+    samples = [round(1.5e-6 / TICK + k) * TICK for k in (-1, 0, 0, 1, 0, 1, -1, 0, 2, 0) * 6]
+    error = median_standard_error(samples)
+    assert error is not None and 0 < error < TICK
+    assert median_standard_error(samples) == error  # a fixed seed: a rescore gives the same
+    wider = [s + (k % 7 - 3) * TICK for k, s in enumerate(samples)]
+    assert median_standard_error(wider) > error  # type: ignore[operator]
+
+
+def _shapes(operator: str, values: list[tuple[float, float | None]]) -> list[ShapeOutcome]:
+    return [ShapeOutcome(operator=operator, shape_id=str(i), correct=True, verdict="native",
+                         attainment=a, attainment_se=se) for i, (a, se) in enumerate(values)]
+
+
+def test_operator_and_aggregate_intervals_follow_the_shapes_errors() -> None:
+    norm = _shapes("rms_norm", [(0.40, 0.004), (0.50, 0.005), (0.60, 0.006)])
+    gemm = _shapes("gemm", [(0.30, 0.0), (0.30, 0.0)])  # exact: no spread at all
+    failed = [ShapeOutcome(operator="gemm", shape_id="9", correct=False, verdict=None,
+                           attainment=None)]
+    score = combine(summarise([*norm, *gemm, *failed]), {"rms_norm": 3, "gemm": 1, "absent": 0})
+    se_norm = operator_standard_error([(0.40, 0.004), (0.50, 0.005), (0.60, 0.006)])
+    assert 0 < se_norm < 0.006
+    low, high = score.intervals["by_operator"]["rms_norm"]
+    assert math.isclose(high - 0.50, 1.96 * se_norm) and math.isclose(0.50 - low, 1.96 * se_norm)
+    # a failed shape scores 0 with certainty, and the exact shapes carry no error either
+    assert score.intervals["by_operator"]["gemm"] == [0.30, 0.30]
+    # S_agg = 0.75 * 0.5 + 0.25 * 0.3; its error is the weighted operators' errors combined
+    low, high = score.intervals["aggregate"]
+    assert math.isclose((low + high) / 2, 0.75 * 0.50 + 0.25 * 0.30)
+    assert math.isclose((high - low) / 2, 1.96 * 0.75 * se_norm)
+
+
+def test_a_shape_without_an_error_leaves_its_operator_and_the_aggregate_unknown() -> None:
+    outcomes = [*_shapes("rms_norm", [(0.5, 0.005), (0.5, None)]), *_shapes("gemm", [(0.3, 0.0)])]
+    score = combine(summarise(outcomes), {"rms_norm": 1, "gemm": 1})
+    assert score.intervals["by_operator"]["rms_norm"] is None
+    assert score.intervals["by_operator"]["gemm"] == [0.3, 0.3]
+    assert score.intervals["aggregate"] is None
+    assert attainment_error(0.5, 2e-6, 2e-8) == pytest.approx(0.005)
+    assert attainment_error(0.5, 2e-6, None) is None
+
+
+def _row(value: float, half: float | None) -> dict[str, Any]:
+    return {"aggregate": value, "interval": None if half is None else [value - half, value + half],
+            "badges": []}
+
+
+def test_rows_whose_intervals_overlap_share_a_rank_and_say_tie() -> None:
+    rows = [_row(0.50, 0.01), _row(0.495, 0.01), _row(0.40, 0.01), _row(0.30, None),
+            _row(0.29, 0.02), _row(0.20, 0.001)]
+    assign_ranks(rows)
+    assert [r["rank"] for r in rows] == [1, 1, 3, 4, 5, 6]
+    assert [("tie" in r["badges"]) for r in rows] == [True, True, False, False, False, False]
+    # a wide interval reaching over two rows above ties with both, and ranks never go down
+    rows = [_row(0.50, 0.005), _row(0.46, 0.005), _row(0.45, 0.06)]
+    assign_ranks(rows)
+    assert [r["rank"] for r in rows] == [1, 2, 2]
+
+
+def _submission(release: Release, team: str, medians: dict[str, list[float]]) -> Submission:
+    """A submission whose shapes of each operator ran at the given samples (seconds): median
+    and its error stored as the harness reports them, attainment = SOL / median."""
+    submission = Submission.objects.create(team=TeamFactory(name=team), release=release,
+                                           hardware=HardwareProfile.objects.get(name="H200"))
+    for operator, samples in medians.items():
+        op = release.operators.get(name=operator)
+        candidate = Candidate.objects.create(submission=submission, operator=op, sha256="0" * 64,
+                                             source="class Model: pass", dsl="triton")
+        job = EvaluationJob.objects.create(candidate=candidate, status="scored", attempts=1)
+        median = sorted(samples)[len(samples) // 2]
+        for shape in Shape.objects.filter(operator=op):
+            sol = 1e-6
+            ShapeResult.objects.create(
+                job=job, attempt=1, shape=shape, status="passed", verdict="native", raw={},
+                median_s=median, median_se_s=median_standard_error(samples),
+                sol_s=sol, attainment=sol / median)
+    return submission
+
+
+def _ticks(center: float, spread: int) -> list[float]:
+    """Samples in whole ticks, evenly `spread` ticks either side of `center`'s tick."""
+    return [(round(center / TICK) + step) * TICK for step in range(-spread, spread + 1)
+            for _ in range(5)]
+
+
+@pytest.mark.django_db
+def test_a_board_with_known_samples_marks_the_tie_and_a_bulk_rescore_keeps_the_intervals(
+        ) -> None:
+    release = release_import(path=FIXTURE_RELEASE).release
+    _submission(release, "Steady", {"rms_norm": _ticks(2.0e-6, 1)})
+    _submission(release, "Close", {"rms_norm": _ticks(2.0e-6 + TICK, 6)})  # a tick behind, wider
+    _submission(release, "Slow", {"rms_norm": _ticks(4.0e-6, 1)})
+    norm_only = weight_set_create(release=release, weights={"rms_norm": 1}, source="manual")
+    with mock.patch("submissions.jobs.dispatch_job") as dispatch:
+        weight_set_activate(weight_set=norm_only, actor=None)
+    dispatch.assert_not_called()  # rescoring runs nothing again
+    rows = Client().get(f"/api/boards/{release.pk}/H200/").json()["rows"]
+    assert [(r["team"], r["rank"], "tie" in r["badges"]) for r in rows] == [
+        ("Steady", 1, True), ("Close", 1, True), ("Slow", 3, False)]
+    assert all(r["interval"][0] <= r["aggregate"] <= r["interval"][1] for r in rows)
+    page = Client().get(f"/boards/{release.pk}/H200/").content.decode()
+    assert 'class="badge tie"' in page and '<small class="interval">± 0.0' in page
+    assert "share a rank and are marked <em>tie</em>" in page
+    # the operator's own board ranks by S_op with its interval, the same way
+    op_rows = Client().get(f"/api/boards/{release.pk}/H200/operators/rms_norm/").json()["rows"]
+    assert [(r["team"], r["rank"], "tie" in r["badges"]) for r in op_rows] == [
+        ("Steady", 1, True), ("Close", 1, True), ("Slow", 3, False)]
+    op_page = Client().get(f"/boards/{release.pk}/H200/operators/rms_norm/").content.decode()
+    assert op_page.count('class="badge tie"') == 2 and '<small class="interval">± 0.0' in op_page
+    # another weight set, activated in bulk: the intervals come back from stored statistics
+    with_gemm = weight_set_create(release=release, weights={"rms_norm": 1, "gemm_fp16": 1},
+                                  source="manual")
+    weight_set_activate(weight_set=with_gemm, actor=None)
+    rows = Client().get(f"/api/boards/{release.pk}/H200/").json()["rows"]
+    assert [r["rank"] for r in rows] == [1, 1, 3]
+    halves = [(r["interval"][1] - r["aggregate"]) for r in rows]
+    assert all(h > 0 for h in halves)
+    csv_rows = Client().get(f"/api/boards/{release.pk}/H200/?format=csv").content.decode()
+    assert csv_rows.splitlines()[0].endswith("interval_low,interval_high,environment")
