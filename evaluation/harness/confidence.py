@@ -25,9 +25,9 @@ intervals on S_op and S_agg.
 from __future__ import annotations
 
 import math
-import random
-import statistics
 from collections.abc import Sequence
+
+import numpy as np
 
 REPLICATES = 200
 SEED = 20261203
@@ -39,10 +39,11 @@ def median_standard_error(samples: Sequence[float], replicates: int = REPLICATES
     values = list(samples)
     if len(values) < 2:
         return None
-    draw = random.Random(seed)
-    count = len(values)
-    medians = [statistics.median(draw.choices(values, k=count)) for _ in range(replicates)]
-    return math.hypot(statistics.pstdev(medians), resolution(values) / math.sqrt(12))
+    samples_array = np.asarray(values, dtype=np.float64)
+    picks = np.random.default_rng(seed).integers(0, len(values), size=(replicates, len(values)))
+    medians = np.median(samples_array[picks], axis=1)
+    spread = float(medians.std()) if np.ptp(medians) > 0 else 0.0  # equal: exactly none
+    return math.hypot(spread, resolution(values) / math.sqrt(12))
 
 
 def resolution(samples: Sequence[float]) -> float:
