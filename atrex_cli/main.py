@@ -52,7 +52,6 @@ ACTIVE = ("queued", "running")
 # After the last job ends, how long to wait for its score (none comes when the release has
 # no active weights).
 SCORE_GRACE_S = 20.0
-BOARDS = {"memory": "memory", "compute": "compute", "prefill": "prefill", "decode": "decode"}
 
 
 EXIT_CODES = """exit codes:

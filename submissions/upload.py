@@ -25,7 +25,6 @@ from typing import Protocol
 
 from portal.errors import DomainError
 
-ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
 _NESTED_ARCHIVE_SUFFIXES = (".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".whl")
 _TAR_OVERHEAD_BYTES = 1024 * 1024  # headers and padding allowed on top of the file limits
 # CPython 3.11 counts the AST constructor's recursion depth in state shared by all threads; a

@@ -17,8 +17,6 @@ from evaluation.catalog.models import Operator, Release
 # never part of the scored tier, which is what GPU deployments evaluate and boards count.
 DEV_TIER = "dev-*"
 
-PUBLIC_FILES = ("reference.py", "input.py", "shapes.json")
-
 
 def releases_public() -> QuerySet[Release]:
     return Release.objects.annotate(operator_count=Count("operators", distinct=True),

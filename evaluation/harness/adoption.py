@@ -19,8 +19,6 @@ FALLBACK_TORCH = "fallback-torch"
 FALLBACK_VENDOR = "fallback-vendor"
 FALLBACK_COMPILED = "fallback-compiled"
 FALLBACK_OTHER_DSL = "fallback-other-dsl"  # the work ran in a DSL other than the declared one
-VERDICTS = (NATIVE, MIXED, FALLBACK_TORCH, FALLBACK_VENDOR, FALLBACK_COMPILED,
-            FALLBACK_OTHER_DSL)
 
 OWN = "dsl"
 TORCH = "torch"

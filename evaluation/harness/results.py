@@ -16,8 +16,6 @@ SCHEMA_VERSION = "atrex.evaluation-result/2"
 EVALUATOR_VERSION = "0.1.0"
 SCHEMA_PATH = Path(__file__).resolve().parent / "result_schema.json"
 
-# Stages in order; `stage_reached` is the last one completed.
-STAGES = ("compile", "correctness", "adoption", "performance")
 PASSED = "passed"
 FAILED = "failed"
 

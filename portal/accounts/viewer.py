@@ -15,9 +15,6 @@ class Viewer:
     admin: bool  # staff signed in (never by a team token)
 
 
-ANONYMOUS = Viewer(team=None, admin=False)
-
-
 def viewer_of(request: Any) -> Viewer:
     """The viewer a page or API request stands for."""
     return Viewer(team=request_team(request), admin=is_admin(request))
