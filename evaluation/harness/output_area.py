@@ -28,7 +28,6 @@ Imports no Django.
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import mmap
 import os
@@ -44,11 +43,6 @@ MAX_TENSORS = 256
 ALIGN = 64  # every tensor of a call starts on this boundary: a view as any dtype is aligned
 CALL_ALIGN = mmap.PAGESIZE
 GROWTH_BYTES = 64 * 2**20  # the least a mapping grows by
-# A call at least this large is punched out of the area once the parent has its copy: its
-# pages go back, so the copy does not double the host memory the call takes (a smaller one
-# keeps its pages for the next request, which writes into them without page faults).
-RELEASE_BYTES = 256 * 2**20
-_FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
 
 
 @dataclass(frozen=True)
@@ -137,13 +131,6 @@ def placement(layout: Sequence[tuple[TensorLayout, torch.dtype]]) -> tuple[list[
     return offsets, end
 
 
-def _punch(fd: int, offset: int, length: int) -> None:
-    """Give a range's pages back (it reads as zeros after); where the kernel cannot, keep them."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
-    libc.fallocate(fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, offset, length)
-
-
 def _dtype(name: str) -> torch.dtype:
     """A torch dtype from its str() ("torch.float16"); ValueError for anything else."""
     found = getattr(torch, name.removeprefix("torch."), None) if name.startswith("torch.") \
@@ -215,8 +202,6 @@ class OutputArea:
         if type(offset) is int and offset >= 0 and offset % CALL_ALIGN == 0 \
                 and offset + span <= self.nbytes:
             self._taken[offset] = self._mapping.bytes(offset, span).clone()
-            if span >= RELEASE_BYTES:
-                _punch(self.fd, offset, span)
 
     def forget_taken(self) -> None:
         """A new request: the last one's calls have all been judged."""

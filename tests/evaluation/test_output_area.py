@@ -117,23 +117,3 @@ def test_a_call_the_child_did_not_hand_over_or_announced_malformed_is_refused(
     area.forget_taken()  # the next request
     with pytest.raises(LayoutRefused, match="did not hand over"):
         area.read_call(offset, checked, torch.device("cpu"))
-
-
-def test_a_large_call_gives_its_pages_back_once_the_parent_has_its_copy(
-        area: OutputArea, monkeypatch: pytest.MonkeyPatch) -> None:
-    from evaluation.harness import output_area
-
-    monkeypatch.setattr(output_area, "RELEASE_BYTES", 256 * 1024)
-    writer = _writer(area)
-    small = {"out": torch.arange(1024, dtype=torch.float32)}  # 4 KiB: its pages stay
-    large = {"out": torch.arange(128 * 1024, dtype=torch.float32)}  # 512 KiB: given back
-    small_at, small_layout = writer.write_call(small, {})
-    large_at, large_layout = writer.write_call(large, {})
-    written = os.fstat(area.fd).st_blocks * 512
-    assert written >= 516 * 1024
-    area.take(small_at, small_layout)
-    area.take(large_at, large_layout)
-    assert os.fstat(area.fd).st_blocks * 512 <= written - 512 * 1024
-    for at, outputs, layout in ((small_at, small, small_layout), (large_at, large, large_layout)):
-        got = area.read_call(at, check_layout(layout, outputs, {}), torch.device("cpu"))
-        assert torch.equal(got.outputs["out"], outputs["out"])  # from the parent's copies
