@@ -99,7 +99,6 @@ class ChildRuntime:
         self.request_id: int | None = None  # echoed in every event: the parent resyncs on it
         self.guarded: Fingerprint | None = None  # taken before the candidate is imported
         self._events_at_bind: TextIO = events
-        self._commands: TextIO = sys.stdin
         self._threads_at_bind: set[int | None] = set()
 
     def _recorder(self) -> LaunchRecorder:
@@ -147,7 +146,6 @@ class ChildRuntime:
         self._events_at_bind.flush()
 
     def serve(self, commands: TextIO) -> None:
-        self._commands = commands  # the parent's answers to a hand-over arrive here too
         for line in commands:
             request = json.loads(line)
             command = request.pop("cmd")
@@ -299,15 +297,7 @@ class ChildRuntime:
             offset, layout = self.area.write_call(outputs, modified)
         except AreaFull as exc:
             raise StageError(stage, str(exc)) from None
-        self._hand_over(offset, layout)
         return {"offset": offset, "layout": layout, "aliases": aliases}
-
-    def _hand_over(self, offset: int, layout: list[list[Any]]) -> None:
-        """Wait until the parent has copied the call out of the output area: until then no
-        code of the candidate runs, so none can rewrite what is judged (output_area.py)."""
-        ChildRuntime.emit(self, event="handover", offset=offset, layout=layout)
-        if not self._commands.readline():
-            raise StageError("harness", "the parent closed the command channel")
 
     def do_adoption(self, request: dict[str, Any]) -> dict[str, Any]:
         model = self.model_for(request)

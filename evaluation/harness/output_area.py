@@ -14,11 +14,9 @@ the layout (role, name, dtype, shape of each tensor) and the call's offset trave
 child's event. No pickle, nothing compressed: the parent works out the size every tensor
 must have from what it already holds (the reference's outputs, the inputs it made itself),
 refuses any layout that differs from those and any offset outside the area, places the
-tensors itself from the layout, and judges only its own copy of them. That copy is taken
-while the candidate cannot run: after writing a call the child says so ("handover") and
-waits for the parent's answer before it returns to the candidate's code. Otherwise a
-candidate could rewrite a saved call in the area during its next call (a timed call whose
-work it skipped, fixed up in a later one that the median never sees). The parent's memory for
+tensors itself from the layout, and copies exactly those bytes out of the area (onto its
+device, or into memory of its own on a CPU) before it looks at them: the child may still
+be writing to the area, and what is judged is the parent's copy. The parent's memory for
 one call is bounded by the size of the expected outputs plus the inputs the candidate may
 have changed, whatever the child writes (an earlier torch.load of the child's file
 inflated a 2 MB file to 2 GiB).
@@ -131,15 +129,6 @@ def placement(layout: Sequence[tuple[TensorLayout, torch.dtype]]) -> tuple[list[
     return offsets, end
 
 
-def _dtype(name: str) -> torch.dtype:
-    """A torch dtype from its str() ("torch.float16"); ValueError for anything else."""
-    found = getattr(torch, name.removeprefix("torch."), None) if name.startswith("torch.") \
-        else None
-    if not isinstance(found, torch.dtype):
-        raise ValueError(f"not a dtype: {name[:40]!r}")
-    return found
-
-
 def _aligned(value: int, boundary: int) -> int:
     return -(-value // boundary) * boundary
 
@@ -187,38 +176,16 @@ class OutputArea:
             os.close(self.fd)
             raise
         self._mapping = _Mapping(self.fd, self.nbytes)
-        self._taken: dict[int, torch.Tensor] = {}  # offset -> the parent's copy of the call
-
-    def take(self, offset: object, raw_layout: object) -> None:
-        """Copy a call the child has just written, while it waits: the bytes its layout
-        declares (checked against what the parent expects only when the call is read), at
-        most to the end of the area. A malformed announcement copies nothing; reading that
-        call is then refused."""
-        try:
-            parsed = _parse(raw_layout)
-            _, span = placement([(entry, _dtype(entry.dtype)) for entry in parsed])
-        except (LayoutRefused, ValueError):
-            return
-        if type(offset) is int and offset >= 0 and offset % CALL_ALIGN == 0 \
-                and offset + span <= self.nbytes:
-            self._taken[offset] = self._mapping.bytes(offset, span).clone()
-
-    def forget_taken(self) -> None:
-        """A new request: the last one's calls have all been judged."""
-        self._taken.clear()
 
     def read_call(self, offset: object, layout: Sequence[tuple[TensorLayout, torch.dtype]],
                   device: torch.device) -> CallTensors:
-        """The declared tensors of the call at `offset`, from the parent's copy of it."""
+        """The declared tensors of the call at `offset`, copied out of the area."""
         starts, span = placement(layout)
         if type(offset) is not int or offset < 0 or offset % CALL_ALIGN \
                 or offset + span > self.nbytes:
             raise LayoutRefused("the result channel placed a call's outputs outside the "
                                 "output area")
-        region = self._taken.get(offset)
-        if region is None or region.numel() < span:
-            raise LayoutRefused("the result channel reported outputs the child did not hand "
-                                "over")
+        region = self._mapping.bytes(offset, span)
         result = CallTensors({}, {})
         for (entry, dtype), start in zip(layout, starts, strict=True):
             part = region[start:start + _nbytes(dtype, entry.shape)]
@@ -229,7 +196,6 @@ class OutputArea:
         return result
 
     def close(self) -> None:
-        self._taken.clear()
         self._mapping.close()
         os.close(self.fd)
 

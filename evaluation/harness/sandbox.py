@@ -444,8 +444,6 @@ class ChildProcess:
     def _exchange(self, command: Mapping[str, Any], timeout_s: float,
                   on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         assert self._process is not None and self._process.stdin is not None
-        if self._area is not None:
-            self._area.forget_taken()  # the last request's calls have all been judged
         self._request_id += 1
         request_id = self._request_id
         try:
@@ -466,9 +464,6 @@ class ChildProcess:
                 raise ChannelCorrupted(str(command.get("cmd")), "the result channel carried an "
                                        "event that belongs to no request (forged or garbled)")
             kind = event.get("event")
-            if kind == "handover":
-                self._take(event)
-                continue
             if kind == "done":
                 return event
             if kind == "error":
@@ -485,17 +480,6 @@ class ChildProcess:
                     # The child is still working on this request: only a new one is in sync.
                     self._cleanup()
                     raise
-
-    def _take(self, event: Mapping[str, Any]) -> None:
-        """Copy the call the child has just written, then let it go on (output_area.py)."""
-        assert self._process is not None and self._process.stdin is not None
-        if self._area is not None:
-            self._area.take(event.get("offset"), event.get("layout"))
-        try:
-            self._process.stdin.write(b'{"cmd": "taken"}\n')
-            self._process.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise self._died() from None
 
     def read_call(self, offset: object, layout: Sequence[tuple[TensorLayout, torch.dtype]],
                   device: torch.device) -> CallTensors:
