@@ -100,6 +100,17 @@ def every_folder_capped(result: EvaluationResult) -> None:
     assert second.status == "passed", second.error
 
 
+def area_sealed(result: EvaluationResult) -> None:
+    first, second = result.shapes
+    assert first.status == "failed" and "raised RuntimeError: area {" in (first.error or ""), \
+        first.error
+    report = json.loads((first.error or "").split("area ", 1)[1].split("}")[0] + "}")
+    size = report["area"].split()[0]
+    assert report["shrink"] == report["grow"] == "refused Operation not permitted", report
+    assert report["size after"] == size, report  # the parent's mapping is whole
+    assert second.status == "passed", second.error
+
+
 def syscalls_denied(result: EvaluationResult) -> None:
     for shape in result.shapes:
         outcome = _syscall_report(shape.error)
@@ -134,6 +145,7 @@ CASES: dict[str, Callable[[EvaluationResult], None]] = {
     "fork_bomb": processes_capped,
     "output_bomb": failed_with("output 'out' has shape ("),
     "tmpfs_fill": every_folder_capped,
+    "output_area_tamper": area_sealed,
     "denied_syscall": syscalls_denied,
     "cpu_mode_switch": shown_unverified_on_cpu,
     "forge_channel": never_native,
