@@ -99,6 +99,7 @@ class ChildRuntime:
         self.request_id: int | None = None  # echoed in every event: the parent resyncs on it
         self.guarded: Fingerprint | None = None  # taken before the candidate is imported
         self._events_at_bind: TextIO = events
+        self._commands: TextIO = sys.stdin
         self._threads_at_bind: set[int | None] = set()
 
     def _recorder(self) -> LaunchRecorder:
@@ -146,6 +147,7 @@ class ChildRuntime:
         self._events_at_bind.flush()
 
     def serve(self, commands: TextIO) -> None:
+        self._commands = commands  # the parent's answers to a hand-over arrive here too
         for line in commands:
             request = json.loads(line)
             command = request.pop("cmd")
@@ -299,6 +301,15 @@ class ChildRuntime:
             raise StageError(stage, str(exc)) from None
         return {"offset": offset, "layout": layout, "aliases": aliases}
 
+    def _hand_over(self, saved: dict[str, Any]) -> None:
+        """Wait until the parent has judged (or copied) a saved timed call: until it answers
+        no code of the candidate runs, so none can rewrite in the output area what is judged
+        (a timed call whose work was skipped, fixed up in a later call the median never sees).
+        """
+        ChildRuntime.emit(self, event="handover", **saved)
+        if not self._commands.readline():
+            raise StageError("harness", "the parent closed the command channel")
+
     def do_adoption(self, request: dict[str, Any]) -> dict[str, Any]:
         model = self.model_for(request)
         with self.steps("inputs"):
@@ -367,7 +378,9 @@ class ChildRuntime:
         fresh = FreshInputs(draw, sets, request["seeds"])
 
         def save(call: TimedCall) -> dict[str, Any]:
-            return self._save_call(call.result, call.inputs, call.before, "performance")
+            saved = self._save_call(call.result, call.inputs, call.before, "performance")
+            self._hand_over({**saved, "seed": call.seed, "sample": call.sample})
+            return saved
 
         checks = TimedCallChecks(save, settings.check_probability, settings.max_checks)
 

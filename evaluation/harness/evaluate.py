@@ -382,7 +382,8 @@ class _ShapeRun:
         self.result.stage_reached = "correctness"
         return True
 
-    def _check_trial(self, reference: torch.nn.Module, seed: int, event: dict[str, Any]) -> Comparison:
+    def _check_trial(self, reference: torch.nn.Module, seed: int, event: dict[str, Any],
+                     taken: bool = False) -> Comparison:
         with _trusted_allocations(self.device):
             with self.steps("inputs"):
                 inputs = make_inputs(self.trusted.inputs, self.spec.input_kwargs, seed,
@@ -399,7 +400,7 @@ class _ShapeRun:
         # The child's outputs are read only after their layout matched what the reference and
         # the inputs say they must be: at most their size is ever read (output_area.py).
         with self.steps("output_read"):
-            payload = self._load_trial(event, expected, originals)
+            payload = self._load_trial(event, expected, originals, taken)
         if isinstance(payload, str):
             return Comparison(False, float("inf"), float("inf"), None, payload)
         tol = self.job.tolerance
@@ -416,11 +417,13 @@ class _ShapeRun:
         return comparison
 
     def _load_trial(self, event: Mapping[str, Any], expected: Mapping[str, torch.Tensor],
-                    inputs: Mapping[str, torch.Tensor]) -> CallTensors | str:
-        """The call's outputs from the child's output area, checked as untrusted input; a
-        string says what is wrong."""
+                    inputs: Mapping[str, torch.Tensor], taken: bool = False) -> CallTensors | str:
+        """The call's outputs from the child's output area (or the copy taken at its
+        hand-over), checked as untrusted input; a string says what is wrong."""
         try:
             layout = check_layout(event.get("layout"), expected, inputs)
+            if taken:
+                return self.child.read_taken(event.get("offset"), layout, self.device)
             return self.child.read_call(event.get("offset"), layout, self.device)
         except LayoutRefused as exc:
             return str(exc)
@@ -514,8 +517,9 @@ class _ShapeRun:
                    "settings": dataclasses.asdict(timing)}
         timeout = timing.max_seconds + self.settings.call_timeout_s
         clocks_before = environment.clocks(self.device)
+        checks = _TimedCallJudge(self, timing.max_checks)
         try:
-            done = self._request(request, timeout)
+            done = self._request(request, timeout, on_event=checks.on_handover)
         except CandidateError as exc:
             if not timing.allow_graph or "graph capture" not in exc.message:
                 raise
@@ -524,7 +528,8 @@ class _ShapeRun:
             self.trusted.capture_poisoned_on = self.spec.id
             graph_error = exc.message.splitlines()[0][:300]
             request["settings"] = dataclasses.asdict(dataclasses.replace(timing, allow_graph=False))
-            done = self._request(request, timeout)
+            checks = _TimedCallJudge(self, timing.max_checks)
+            done = self._request(request, timeout, on_event=checks.on_handover)
         self.result.environment = {**self.trusted.environment, "clocks_before": clocks_before,
                                    "clocks_after": environment.clocks(self.device)}
         report = _checked_timing(done.get("timing"))
@@ -535,7 +540,7 @@ class _ShapeRun:
             # the timer; its vendor kernels may differ from call to call with data-dependent
             # sizes (cuBLAS picks a GEMM kernel by M: an expert's tokens in MoE routing).
             _check_timed_kernels(report["timed_kernel_names"], self.observed_kernels)
-        self._check_timed_calls(done.get("checked_calls"), timing.max_checks)
+        checks.finish(done.get("checked_calls"))
         self.result.timing = report
         self.result.stage_reached = "performance"
 
@@ -549,18 +554,64 @@ class _ShapeRun:
             release_cached_memory(self.device)
         return self._input_set_bytes
 
-    def _check_timed_calls(self, checked: object, max_checks: int) -> None:
-        if not isinstance(checked, list) or not 1 <= len(checked) <= max_checks or not all(
-                isinstance(c, dict) and isinstance(c.get("seed"), int)
-                and isinstance(c.get("sample"), int) for c in checked):
+
+class _TimedCallJudge:
+    """The checked timed calls of one timing request, judged as the child hands each over.
+
+    The child waits after saving a checked call until the parent answers (child._hand_over),
+    so no code of the candidate runs between the save and the judging: a timed call whose
+    work was skipped cannot be fixed up in the output area in a later call. Each call is
+    judged then, its layout checked against the reference for its seed before a byte is read;
+    on a shape judged one side at a time (larger than overlap_input_bytes: both sides cannot
+    hold it on the GPU at once), it is copied to host memory then and judged after the
+    request, from that copy."""
+
+    def __init__(self, shape: _ShapeRun, max_checks: int) -> None:
+        self.shape, self.max_checks = shape, max_checks
+        self.one_at_a_time = shape._input_bytes() > shape.settings.overlap_input_bytes
+        self.handed: list[dict[str, Any]] = []
+        self.failure: str | None = None
+
+    def on_handover(self, event: dict[str, Any]) -> None:
+        if event.get("event") != "handover":
+            return
+        if not (isinstance(event.get("seed"), int) and isinstance(event.get("sample"), int)) \
+                or len(self.handed) >= self.max_checks:
+            raise CandidateError("performance", "the result channel sent an invalid hand-over "
+                                                "of a checked timed call")
+        self.handed.append(event)
+        if self.one_at_a_time:
+            self.shape.child.take_call(event.get("offset"), event.get("layout"))
+        elif self.failure is None:
+            self._judge(event, taken=False)
+
+    def finish(self, checked: object) -> None:
+        """Every call the child says it checked was handed over (same seed, sample and
+        place), at least one; all of them right."""
+        if not isinstance(checked, list) or not 1 <= len(checked) <= self.max_checks \
+                or [_call_key(c) for c in checked] != [_call_key(c) for c in self.handed]:
             raise CandidateError("performance", "the result channel sent no valid report of the "
                                                 "checked timed calls")
-        reference = self._reference()
-        for call in checked:
-            comparison = self._check_trial(reference, call["seed"], call)
-            if not comparison.passed:
-                raise CandidateError("performance", f"timed call {call['sample']} gave a wrong "
-                                                    f"result: {comparison.reason}")
+        if self.one_at_a_time:
+            for event in self.handed:
+                if self.failure is None:
+                    self._judge(event, taken=True)
+        if self.failure is not None:
+            raise CandidateError("performance", self.failure)
+
+    def _judge(self, event: dict[str, Any], taken: bool) -> None:
+        shape = self.shape
+        judging = time.perf_counter()
+        comparison = shape._check_trial(shape._reference(), event["seed"], event, taken=taken)
+        shape._judging_s += time.perf_counter() - judging
+        if not comparison.passed:
+            self.failure = f"timed call {event['sample']} gave a wrong result: {comparison.reason}"
+
+
+def _call_key(call: object) -> tuple[object, object, object]:
+    if not isinstance(call, dict):
+        return (None, None, None)
+    return (call.get("seed"), call.get("sample"), call.get("offset"))
 
 
 class _SeedSource:

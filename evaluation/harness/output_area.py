@@ -21,11 +21,18 @@ one call is bounded by the size of the expected outputs plus the inputs the cand
 have changed, whatever the child writes (an earlier torch.load of the child's file
 inflated a 2 MB file to 2 GiB).
 
+A checked timed call is handed over: the child waits after writing it until the parent has
+judged it (evaluate._TimedCallJudge), so the candidate's next call cannot rewrite it first.
+Where the parent cannot run the reference beside the child's memory (large shapes), it
+`take`s a copy of the declared bytes then, bounded by the area, and punches a copy of
+RELEASE_BYTES or more out of the area so the host's memory does not double.
+
 Imports no Django.
 """
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import mmap
 import os
@@ -41,6 +48,12 @@ MAX_TENSORS = 256
 ALIGN = 64  # every tensor of a call starts on this boundary: a view as any dtype is aligned
 CALL_ALIGN = mmap.PAGESIZE
 GROWTH_BYTES = 64 * 2**20  # the least a mapping grows by
+# A call taken at its hand-over that is at least this large is punched out of the area once
+# the parent has its copy: its pages go back, so the copy does not double the host memory the
+# call takes (a smaller one keeps its pages for the next request, which writes into them
+# without page faults).
+RELEASE_BYTES = 256 * 2**20
+_FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
 
 
 @dataclass(frozen=True)
@@ -129,6 +142,22 @@ def placement(layout: Sequence[tuple[TensorLayout, torch.dtype]]) -> tuple[list[
     return offsets, end
 
 
+def _dtype(name: str) -> torch.dtype:
+    """A torch dtype from its str() ("torch.float16"); ValueError for anything else."""
+    found = getattr(torch, name.removeprefix("torch."), None) if name.startswith("torch.") \
+        else None
+    if not isinstance(found, torch.dtype):
+        raise ValueError(f"not a dtype: {name[:40]!r}")
+    return found
+
+
+def _punch(fd: int, offset: int, length: int) -> None:
+    """Give a range's pages back (it reads as zeros after); where the kernel cannot, keep them."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    libc.fallocate(fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, offset, length)
+
+
 def _aligned(value: int, boundary: int) -> int:
     return -(-value // boundary) * boundary
 
@@ -176,16 +205,46 @@ class OutputArea:
             os.close(self.fd)
             raise
         self._mapping = _Mapping(self.fd, self.nbytes)
+        self._taken: dict[int, torch.Tensor] = {}  # offset -> the parent's copy of the call
+
+    def take(self, offset: object, raw_layout: object) -> None:
+        """Copy a call the child has handed over, while it waits, to judge it later: the
+        bytes its layout declares (checked against what the parent expects only when the call
+        is read), at most to the end of the area. Only for shapes whose reference cannot run
+        beside the child's memory (evaluate.py, one side at a time); elsewhere a handed-over
+        call is judged at once, its layout checked before a byte is read. A malformed
+        announcement copies nothing; reading that call is then refused."""
+        try:
+            parsed = _parse(raw_layout)
+            _, span = placement([(entry, _dtype(entry.dtype)) for entry in parsed])
+        except (LayoutRefused, ValueError):
+            return
+        if type(offset) is int and offset >= 0 and offset % CALL_ALIGN == 0 \
+                and offset + span <= self.nbytes:
+            self._taken[offset] = self._mapping.bytes(offset, span).clone()
+            if span >= RELEASE_BYTES:
+                _punch(self.fd, offset, span)
+
+    def forget_taken(self) -> None:
+        """A new request: the last one's calls have all been judged."""
+        self._taken.clear()
 
     def read_call(self, offset: object, layout: Sequence[tuple[TensorLayout, torch.dtype]],
-                  device: torch.device) -> CallTensors:
-        """The declared tensors of the call at `offset`, copied out of the area."""
+                  device: torch.device, taken: bool = False) -> CallTensors:
+        """The declared tensors of the call at `offset`, copied out of the area (or out of
+        the copy `take` made of it)."""
         starts, span = placement(layout)
         if type(offset) is not int or offset < 0 or offset % CALL_ALIGN \
                 or offset + span > self.nbytes:
             raise LayoutRefused("the result channel placed a call's outputs outside the "
                                 "output area")
-        region = self._mapping.bytes(offset, span)
+        if taken:
+            region = self._taken.get(offset)
+            if region is None or region.numel() < span:
+                raise LayoutRefused("the result channel reported outputs the child did not "
+                                    "hand over")
+        else:
+            region = self._mapping.bytes(offset, span)
         result = CallTensors({}, {})
         for (entry, dtype), start in zip(layout, starts, strict=True):
             part = region[start:start + _nbytes(dtype, entry.shape)]
@@ -196,6 +255,7 @@ class OutputArea:
         return result
 
     def close(self) -> None:
+        self._taken.clear()
         self._mapping.close()
         os.close(self.fd)
 

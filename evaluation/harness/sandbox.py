@@ -444,6 +444,8 @@ class ChildProcess:
     def _exchange(self, command: Mapping[str, Any], timeout_s: float,
                   on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         assert self._process is not None and self._process.stdin is not None
+        if self._area is not None:
+            self._area.forget_taken()  # the last request's calls have all been judged
         self._request_id += 1
         request_id = self._request_id
         try:
@@ -480,6 +482,17 @@ class ChildProcess:
                     # The child is still working on this request: only a new one is in sync.
                     self._cleanup()
                     raise
+            if kind == "handover":
+                self._let_go()
+
+    def _let_go(self) -> None:
+        """The child waits after a hand-over until the parent has judged or copied the call."""
+        assert self._process is not None and self._process.stdin is not None
+        try:
+            self._process.stdin.write(b'{"cmd": "taken"}\n')
+            self._process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._died() from None
 
     def read_call(self, offset: object, layout: Sequence[tuple[TensorLayout, torch.dtype]],
                   device: torch.device) -> CallTensors:
@@ -487,6 +500,19 @@ class ChildProcess:
         if self._area is None:
             raise LayoutRefused("the result channel reported outputs from no running child")
         return self._area.read_call(offset, layout, device)
+
+    def take_call(self, offset: object, raw_layout: object) -> None:
+        """Copy a handed-over call out of the output area while the child waits, to judge it
+        after the request (read with `read_taken`): for shapes judged one side at a time."""
+        if self._area is not None:
+            self._area.take(offset, raw_layout)
+
+    def read_taken(self, offset: object, layout: Sequence[tuple[TensorLayout, torch.dtype]],
+                   device: torch.device) -> CallTensors:
+        """A call copied at its hand-over (LayoutRefused if none was, or it was misplaced)."""
+        if self._area is None:
+            raise LayoutRefused("the result channel reported outputs from no running child")
+        return self._area.read_call(offset, layout, device, taken=True)
 
     def limit_breaches(self) -> list[str]:
         """The per-evaluation limits this child ran into since the last call, in words."""

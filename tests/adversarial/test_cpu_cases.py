@@ -108,7 +108,10 @@ def area_sealed(result: EvaluationResult) -> None:
     size = report["area"].split()[0]
     assert report["shrink"] == report["grow"] == "refused Operation not permitted", report
     assert report["size after"] == size, report  # the parent's mapping is whole
+    # 0xFF over the area in every timed call after the first: each checked timed call was
+    # judged at its hand-over, before the candidate's next call could rewrite it
     assert second.status == "passed", second.error
+    assert second.timing is not None and second.timing["checked_calls"] == 3, second.timing
 
 
 def syscalls_denied(result: EvaluationResult) -> None:

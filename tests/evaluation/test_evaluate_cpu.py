@@ -2,18 +2,36 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import jsonschema
 import pytest
 import torch
 
-from evaluation.harness.evaluate import EvaluationJob, _ShapeRun, _TrustedSide
+from evaluation.harness.evaluate import EvaluationJob, _ShapeRun, _TimedCallJudge, _TrustedSide
 from evaluation.harness.release import load_release
 from evaluation.harness.results import SCHEMA_PATH, EvaluationResult
 from evaluation.harness.sandbox import CandidateError
 from tests.conftest import FIXTURE_RELEASE
 from tests.evaluation.helpers import TEST_SETTINGS, dev_shapes, run_candidate, sample_source
+
+# The honest kernel, wrong from its seventh call on (five trials and the adoption call come
+# first): the same kernels, so only the checks of the timed calls can see it.
+WRONG_ONCE_TIMED = """
+
+_Honest = Model
+_calls = [0]
+
+
+class Model(_Honest):
+    def forward(self, *args, **kwargs):
+        out = super().forward(*args, **kwargs)
+        _calls[0] += 1
+        if _calls[0] > 6:
+            out.view(-1)[0] += 1.0
+        return out
+"""
 
 OPERATORS = ["rms_norm", "fused_add_rms_norm", "silu_and_mul", "gemm_fp16",
              "topk_softmax_gating", "causal_attention"]
@@ -174,7 +192,7 @@ class _CaptureCorruptingChild:
         self.allow_graph: list[bool] = []
         self.kills = 0
 
-    def request(self, request: dict, timeout: float) -> dict:  # type: ignore[type-arg]
+    def request(self, request: dict, timeout: float, on_event=None) -> dict:  # type: ignore[type-arg,no-untyped-def]
         self.allow_graph.append(request["settings"]["allow_graph"])
         if self.corrupts and len(self.allow_graph) == 1:
             raise CandidateError("performance", "CUDA context unusable after failed graph "
@@ -200,7 +218,7 @@ def test_a_capture_that_corrupted_the_context_is_not_tried_again_on_the_next_sha
     job = EvaluationJob(operator=operator.public, candidate_source="", tolerance=operator.tolerance)
     trusted = _TrustedSide(job, torch.device("cpu"))
     child = _CaptureCorruptingChild(corrupts)
-    monkeypatch.setattr(_ShapeRun, "_check_timed_calls", lambda self, checked, most: None)
+    monkeypatch.setattr(_TimedCallJudge, "finish", lambda self, checked: None)
     first, second, third = (
         _ShapeRun(job, TEST_SETTINGS, trusted, child, shape, torch.device("cpu"))  # type: ignore[arg-type]
         for shape in (*dev_shapes("rms_norm")[:2], dev_shapes("rms_norm")[0]))
@@ -274,3 +292,23 @@ def test_every_shape_records_the_environment_it_was_evaluated_in() -> None:
     assert environment is not None
     assert environment["torch"] == torch.__version__ and environment["dsl"] == "triton"
     assert environment["dsl_version"] and environment["gpu"] is None  # CPU: no GPU, no clocks
+
+
+@pytest.mark.parametrize("one_side_at_a_time", [False, True])
+def test_checked_timed_calls_are_judged_at_their_hand_over_on_either_path(
+        one_side_at_a_time: bool) -> None:
+    """Judged at once (the reference beside the child's memory) or copied at the hand-over and
+    judged after the request (shapes too large for both sides): an honest kernel passes with
+    every checked call judged, and one that stops working once timing starts fails there."""
+    settings = dataclasses.replace(TEST_SETTINGS, overlap_input_bytes=0) if one_side_at_a_time \
+        else TEST_SETTINGS
+    shape = dev_shapes("rms_norm")[:1]
+    honest = run_candidate("rms_norm", sample_source("rms_norm", "triton_native"), shape,
+                           settings=settings)
+    assert honest.shapes[0].status == "passed", honest.shapes[0].error
+    assert honest.shapes[0].timing is not None
+    assert honest.shapes[0].timing["checked_calls"] == 3
+    caught = run_candidate("rms_norm", sample_source("rms_norm", "triton_native")
+                           + WRONG_ONCE_TIMED, shape, settings=settings).shapes[0]
+    assert caught.status == "failed" and caught.failed_stage == "performance", caught.error
+    assert "gave a wrong result" in (caught.error or ""), caught.error

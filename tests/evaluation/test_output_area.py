@@ -93,3 +93,35 @@ def test_outputs_larger_than_what_is_left_fail_the_call_and_a_new_request_starts
         writer.write_call({"out": half}, {})
     writer.start_request()
     assert writer.write_call({"out": half}, {})[0] == 0
+
+
+def test_a_call_taken_at_its_hand_over_is_judged_from_the_parents_copy(
+        area: OutputArea) -> None:
+    """Shapes judged one side at a time: the parent copies a handed-over call while the child
+    waits; what the child writes over the area afterwards changes nothing."""
+    writer = _writer(area)
+    outputs = {"out": torch.arange(16, dtype=torch.float32)}
+    offset, layout = writer.write_call(outputs, {})
+    checked = check_layout(layout, outputs, {})
+    with pytest.raises(LayoutRefused, match="did not hand over"):
+        area.read_call(offset, checked, torch.device("cpu"), taken=True)
+    area.take(offset, layout)
+    writer.start_request()  # the candidate runs again and rewrites the area over the call
+    writer.write_call({"out": torch.full((16,), float("nan"))}, {})
+    got = area.read_call(offset, checked, torch.device("cpu"), taken=True)
+    assert torch.equal(got.outputs["out"], outputs["out"])
+    area.forget_taken()  # the next request
+    with pytest.raises(LayoutRefused, match="did not hand over"):
+        area.read_call(offset, checked, torch.device("cpu"), taken=True)
+
+
+def test_a_malformed_or_oversized_hand_over_copies_nothing(area: OutputArea) -> None:
+    writer = _writer(area)
+    outputs = {"out": torch.ones(16)}
+    offset, layout = writer.write_call(outputs, {})
+    checked = check_layout(layout, outputs, {})
+    for raw in ([["output", "out", "float32", [16]]], [["output", "out", "torch.nope", [16]]],
+                "junk", [["output", "out", "torch.float32", [1 << 40]]]):
+        area.take(offset, raw)  # a dtype that is none, a size past the area: nothing taken
+        with pytest.raises(LayoutRefused, match="did not hand over"):
+            area.read_call(offset, checked, torch.device("cpu"), taken=True)

@@ -1,4 +1,4 @@
-"""output_area_tamper: resize and punch the shared output area under the parent.
+"""output_area_tamper: resize, punch and overwrite the shared output area under the parent.
 
 Exploit: the outputs cross to the trusted parent in a shared memory area the parent has
 mapped (harness/output_area.py). On its first call the candidate finds the area among its
@@ -6,15 +6,18 @@ own descriptors (a memfd named "atrex-outputs") and tries what would hurt a pare
 a mapped file: shrink it to nothing (the parent's next read of the mapping would die of
 SIGBUS), grow it past its size (the parent's memory bound) and punch a hole through it
 (fallocate); then it raises with what each attempt gave (that is how this probe reports).
-Later calls return a correct result computed in Triton.
+From the first timed call of a shape on (its seventh call: five trials and the adoption call
+come first), every call fills the area with 0xFF before returning a correct result computed
+in Triton: over the checked timed calls saved before, as a cheater would rewrite a checked
+timed call whose work it skipped, in a later call the median never sees.
 
 What should catch it: the area is sealed (F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_SEAL) before
 the child starts, so the resizes fail with EPERM and the parent's mapping stays whole; a
-punched hole only reads back as zeros, in the candidate's own outputs. The first shape
-fails with the probe's report, the second passes: the parent never crashed.
-
-Not caught yet (docs/integrity.md, "Open"): rewriting a saved call in the area during a
-later call, before the parent has read it.
+punched hole only reads back as zeros, in the candidate's own outputs; after saving a checked
+timed call the child hands it over and waits until the parent has judged it, so no code of
+the candidate runs between the save and the judging. The first shape fails with the probe's
+report, the second passes (before the hand-over it failed: its checked timed calls read as
+NaN).
 """
 
 import ctypes
@@ -27,6 +30,8 @@ import triton
 import triton.language as tl
 
 _report: dict[str, str] = {}
+_calls: dict[tuple[int, ...], int] = {}  # calls so far, per input shape
+FIRST_TIMED_CALL = 6
 _FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
 
 
@@ -85,6 +90,15 @@ def _probe() -> None:
     _report["size after"] = str(os.fstat(fd).st_size)
 
 
+def _scribble() -> None:
+    found = _area()
+    if found is not None:
+        fd, size = found
+        length = min(size, 64 * 2**20)
+        with mmap.mmap(fd, length, mmap.MAP_SHARED) as area:
+            area[:] = b"\xff" * length
+
+
 class Model(torch.nn.Module):
     def __init__(self, eps: float = 1e-6) -> None:
         super().__init__()
@@ -94,6 +108,9 @@ class Model(torch.nn.Module):
         if not _report:
             _probe()
             raise RuntimeError("area " + json.dumps(_report))
+        calls = _calls[tuple(x.shape)] = _calls.get(tuple(x.shape), -1) + 1
+        if calls >= FIRST_TIMED_CALL:
+            _scribble()
         n_rows, n_cols = x.shape
         out = torch.empty_like(x)
         block = triton.next_power_of_2(n_cols)
