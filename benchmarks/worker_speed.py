@@ -37,26 +37,27 @@ sys.path.insert(0, str(REPO))
 from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, evaluate  # noqa: E402
 from evaluation.harness.release import load_release  # noqa: E402
 from evaluation.harness.sandbox import SandboxSettings  # noqa: E402
+from evaluation.harness.timing import TimingSettings  # noqa: E402
 from evaluation.protocol import job_spec  # noqa: E402
 from evaluation.worker.jobs import run_job_spec, warm_children, worker_device  # noqa: E402
 
 
 def cli_runs(release: Path, operator: str, source: str, shapes: list[str],
-             jobs: int) -> list[dict[str, Any]]:
+             jobs: int, settings: EvaluationSettings) -> list[dict[str, Any]]:
     op = load_release(release).operator(operator)
     runs = []
     for _ in range(jobs):
         started = time.perf_counter()
         result = evaluate(EvaluationJob(operator=op.public, candidate_source=source,
                                         tolerance=op.tolerance, shape_ids=shapes),
-                          EvaluationSettings())
+                          settings)
         seconds = time.perf_counter() - started
         runs.append(run_entry(seconds, result.to_dict()))
     return runs
 
 
 def worker_runs(release: Path, operator: str, source: str, shapes: list[str],
-                jobs: int) -> list[dict[str, Any]]:
+                jobs: int, settings: EvaluationSettings) -> list[dict[str, Any]]:
     op = load_release(release).operator(operator)
     directory = op.public.directory
     everything = json.loads((directory / "shapes.json").read_text())
@@ -76,7 +77,7 @@ def worker_runs(release: Path, operator: str, source: str, shapes: list[str],
             started = time.perf_counter()
             run_job_spec(job_spec(job_id=number, attempt=1, seed=number, **spec_args),
                          lambda kind, payload, into=events: into.append((kind, payload)),
-                         warm=warm)
+                         settings, warm=warm)
             seconds = time.perf_counter() - started
             [result] = [p["result"] for k, p in events if k == "result"]
             runs.append(run_entry(seconds, result))
@@ -93,7 +94,8 @@ def run_entry(seconds: float, result: dict[str, Any]) -> dict[str, Any]:
             "child_start_s": result["child_start_seconds"],
             "steps": summed_steps([s.get("steps") or {} for s in shapes]),
             "shape_seconds": sum(s["seconds"] for s in shapes),
-            "medians": {s["shape_id"]: (s.get("timing") or {}).get("median_s") for s in shapes}}
+            "medians": {s["shape_id"]: (s.get("timing") or {}).get("median_s") for s in shapes},
+            "samples": {s["shape_id"]: (s.get("timing") or {}).get("n") for s in shapes}}
 
 
 def summed_steps(per_shape: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -131,15 +133,20 @@ def main() -> None:
     parser.add_argument("--modes", default="cli,worker")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--steps", action="store_true", help="print each mode's step table")
+    parser.add_argument("--stop-rule", default=TimingSettings().stop_rule,
+                        choices=["median", "mean"], help="what the sampling stops on "
+                        "(TimingSettings.stop_rule)")
     args = parser.parse_args()
+    settings = EvaluationSettings(timing=TimingSettings(stop_rule=args.stop_rule))
     op = load_release(args.release).operator(args.operator)
     shapes = [s.id for s in op.public.shapes if not s.id.startswith("dev-")]
     shapes = shapes[:args.shapes] if args.shapes else shapes
     source = args.candidate.read_text()
-    report: dict[str, Any] = {"operator": args.operator, "shapes": len(shapes)}
+    report: dict[str, Any] = {"operator": args.operator, "shapes": len(shapes),
+                              "stop_rule": args.stop_rule}
     for mode in args.modes.split(","):
         runner = cli_runs if mode == "cli" else worker_runs
-        report[mode] = runner(args.release, args.operator, source, shapes, args.jobs)
+        report[mode] = runner(args.release, args.operator, source, shapes, args.jobs, settings)
         for run in report[mode]:
             print(f"{mode:6} {run['seconds']:7.1f} s  {run['seconds'] / run['shapes']:.3f} s/shape"
                   f"  passed {run['passed']}/{run['shapes']}  child start "

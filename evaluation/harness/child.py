@@ -549,7 +549,8 @@ def main() -> None:
     events = os.fdopen(int(os.environ.pop("ATREX_EVENT_FD")), "w", buffering=1)
     try:
         area = AreaWriter(int(os.environ.pop("ATREX_OUTPUT_FD")),
-                          int(os.environ.pop("ATREX_OUTPUT_BYTES")))
+                          int(os.environ.pop("ATREX_OUTPUT_BYTES")),
+                          pin=os.environ.get("ATREX_DEVICE") == "cuda")
         runtime = ChildRuntime(workdir, events, area)
     except Exception as exc:  # noqa: BLE001 - report why the sandbox could not start
         events.write(json.dumps({"event": "error", "stage": "harness",

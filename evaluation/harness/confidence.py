@@ -39,11 +39,22 @@ def median_standard_error(samples: Sequence[float], replicates: int = REPLICATES
     values = list(samples)
     if len(values) < 2:
         return None
+    return math.hypot(bootstrap_spread(values, replicates, seed),
+                      resolution(values) / math.sqrt(12))
+
+
+def bootstrap_spread(samples: Sequence[float], replicates: int = REPLICATES,
+                     seed: int = SEED) -> float:
+    """The bootstrap part alone: the spread of resampled medians (0 for fewer than 2 samples).
+    What more samples can shrink, so the timing stage stops on it (timing.enough_samples);
+    the resolution term above does not shrink with more samples."""
+    values = list(samples)
+    if len(values) < 2:
+        return 0.0
     samples_array = np.asarray(values, dtype=np.float64)
     picks = np.random.default_rng(seed).integers(0, len(values), size=(replicates, len(values)))
     medians = np.median(samples_array[picks], axis=1)
-    spread = float(medians.std()) if np.ptp(medians) > 0 else 0.0  # equal: exactly none
-    return math.hypot(spread, resolution(values) / math.sqrt(12))
+    return float(medians.std()) if np.ptp(medians) > 0 else 0.0  # equal: exactly none
 
 
 def resolution(samples: Sequence[float]) -> float:

@@ -535,7 +535,7 @@ class ChildProcess:
     def _spawn(self) -> None:
         self._make_workdir()
         read_fd, write_fd = os.pipe()
-        self._area = OutputArea(self.settings.output_bytes)
+        self._area = OutputArea(self.settings.output_bytes, pin=self.device == "cuda")
         env = self._environment(write_fd)
         stdout = open(self._private / "stdout.log", "ab")  # noqa: SIM115 - handed to the child
         stderr = open(self._private / "stderr.log", "ab")  # noqa: SIM115

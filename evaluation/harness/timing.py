@@ -54,6 +54,7 @@ import triton
 import triton.language as tl
 from torch.autograd import DeviceType  # type: ignore[attr-defined]
 
+from .confidence import bootstrap_spread
 from .steps import Steps
 from .timed_calls import TimedCall
 
@@ -92,6 +93,12 @@ END_MARKER = "_atrex_sample_end"
 class TimingSettings:
     max_seconds: float = 1.0
     target_rse: float = 0.01
+    # What target_rse bounds: "median", the relative standard error of the scored statistic,
+    # the median (its bootstrap spread, confidence.bootstrap_spread); "mean", the samples'
+    # relative standard error of the mean, the rule before 2026-12-03: a few slow samples
+    # (a sweep's tail, a clock step) kept most graph-replayed shapes sampling to ~65 where
+    # their median had long settled (docs/measurement.md).
+    stop_rule: str = "median"
     min_samples: int = 20
     # A forward so slow that min_samples would overrun the time cap many times over (a
     # reference looping over sequences in Python takes 0.1-0.2 s) stops at the cap once it
@@ -159,6 +166,7 @@ class TimingReport:
     # The scored samples in the order taken (seconds): the trusted side checks their median is
     # median_s and derives the median's standard error from them (confidence.py).
     samples_s: list[float] = field(default_factory=list)
+    stop_rule: str | None = None  # what stopped the sampling (TimingSettings.stop_rule)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -244,12 +252,15 @@ def measure_forward(
             windows += [w for w in sampler.profiled(size).windows if w.count]
         scored, _ = scored_samples(method, windows, walls)
         out_of_time = time.perf_counter() - started >= settings.max_seconds
-        if enough_samples(settings, len(scored), _relative_standard_error(scored), out_of_time):
+        if enough_samples(settings, len(scored), sampling_error(settings, scored), out_of_time):
             break
         batch *= 2
     if not scored:
         return TimingReport(measured=False, reason="no kernel records captured", method=method)
-    return _report(method, windows, walls, sampler, graph_error, time.perf_counter() - started)
+    report = _report(method, windows, walls, sampler, graph_error,
+                     time.perf_counter() - started)
+    report.stop_rule = settings.stop_rule
+    return report
 
 
 def _report(method: str, windows: list[ForwardWindow], walls: list[float],
@@ -327,6 +338,16 @@ def next_batch_size(settings: TimingSettings, taken: int, batch: int, remaining_
     if remaining_s > 0:
         return int(min(batch, max(remaining_s / per_sample_s, 1), room))
     return min(min(settings.min_samples, settings.min_samples_at_cap) - taken, room)
+
+
+def sampling_error(settings: TimingSettings, scored: Sequence[float]) -> float:
+    """The relative error the stop rule bounds (TimingSettings.stop_rule)."""
+    if settings.stop_rule == "mean":
+        return _relative_standard_error(scored)
+    if settings.stop_rule != "median":
+        raise ValueError(f"unknown stop rule {settings.stop_rule!r}")
+    middle = statistics.median(scored) if scored else 0.0
+    return bootstrap_spread(scored) / middle if middle > 0 else float("inf")
 
 
 def enough_samples(settings: TimingSettings, taken: int, rse: float, out_of_time: bool) -> bool:

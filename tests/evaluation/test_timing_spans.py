@@ -20,6 +20,7 @@ from evaluation.harness.timing import (  # noqa: E402
     enough_samples,
     forward_windows,
     next_batch_size,
+    sampling_error,
     scored_samples,
 )
 
@@ -212,3 +213,23 @@ def test_a_forward_slower_than_the_time_cap_allows_stops_at_the_floor_not_at_min
     assert batches == [2, 3]  # what fits in the time left, then the rest of the floor at once
     # a forward that used up the cap in its warm-up still gets the floor, in one batch
     assert _samples_taken(0.4, rse=0.05, spent_before_s=2.0) == [5]
+
+
+def test_sampling_stops_on_the_medians_error_where_a_few_slow_samples_would_keep_the_mean_going(
+) -> None:
+    """The scored statistic is the median: a graph-replayed 1.4 us kernel in 32 ns ticks with
+    two slow samples (a clock step) has a settled median long before its mean's error is
+    under 1%; the rule before 2026-12-03 ("mean") sampled on, the median rule stops."""
+    tick = 32e-9
+    samples = [44 * tick] * 16 + [45 * tick] * 6 + [43 * tick] * 1 + [90 * tick] * 2
+    median_rule, mean_rule = TimingSettings(), TimingSettings(stop_rule="mean")
+    assert median_rule.stop_rule == "median"
+    assert sampling_error(median_rule, samples) < median_rule.target_rse
+    assert sampling_error(mean_rule, samples) > mean_rule.target_rse
+    assert enough_samples(median_rule, len(samples), sampling_error(median_rule, samples), False)
+    assert not enough_samples(mean_rule, len(samples), sampling_error(mean_rule, samples), False)
+    # a median that has not settled keeps the median rule sampling too
+    spread = [tick * (30 + 3 * (i % 9)) for i in range(25)]
+    assert sampling_error(median_rule, spread) > median_rule.target_rse
+    with pytest.raises(ValueError, match="unknown stop rule"):
+        sampling_error(TimingSettings(stop_rule="p90"), samples)
