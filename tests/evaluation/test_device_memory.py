@@ -134,30 +134,36 @@ def test_trials_of_a_large_shape_are_judged_after_the_child_ran_them_all(
     from evaluation.harness.sandbox import ChildProcess
     from tests.evaluation.helpers import run_candidate
 
-    inside: list[bool] = []
-    state = {"in_request": False}
+    inside: list[tuple[str, bool]] = []  # per judged call: the request then, whether inside it
+    state = {"request": ""}
     real_request, real_check = ChildProcess.request, evaluate_mod._ShapeRun._check_trial
 
     def request(self: ChildProcess, command: dict, *args: object, **kwargs: object) -> dict:
-        state["in_request"] = command.get("cmd") == "correctness"
+        state["request"] = str(command.get("cmd"))
         try:
             return real_request(self, command, *args, **kwargs)  # type: ignore[arg-type]
         finally:
-            state["in_request"] = False
+            state["request"] = ""
 
-    def check(self: object, *args: object) -> object:
-        inside.append(state["in_request"])
-        return real_check(self, *args)  # type: ignore[arg-type]
+    def check(self: object, *args: object, **kwargs: object) -> object:
+        inside.append((state["request"], bool(state["request"])))
+        return real_check(self, *args, **kwargs)  # type: ignore[arg-type]
 
     settings = replace(TEST_SETTINGS, overlap_input_bytes=overlap_input_bytes)
     with mock.patch.object(ChildProcess, "request", request), \
             mock.patch.object(evaluate_mod._ShapeRun, "_check_trial", check):
         good = run_candidate("rms_norm", sample_source("rms_norm", "triton_native"),
                              ["dev-t4-h256"], settings=settings)
+        judged_in_good = list(inside)
         wrong = run_candidate("rms_norm", sample_source("rms_norm", "wrong"),
                               ["dev-t4-h256"], settings=settings)
     assert good.shapes[0].status == "passed" and good.shapes[0].trials_checked == 5
     assert wrong.shapes[0].status == "failed" and wrong.shapes[0].failed_stage == "correctness"
     assert wrong.shapes[0].error is not None and "5 of 5 trials failed" in wrong.shapes[0].error
-    correctness_checks = inside[:5]  # the first shape's five trials
+    correctness_checks = [within for _, within in inside[:5]]  # the first shape's five trials
     assert correctness_checks == [judged_while_the_child_ran] * 5
+    # the checked timed calls (all three on a CPU): judged during the timing request, while
+    # the child waits at each hand-over, or copied then and judged after it
+    timed = judged_in_good[6:]  # after five trials and the adoption call
+    expected = ("timing", True) if judged_while_the_child_ran else ("", False)
+    assert timed == [expected] * 3, judged_in_good
