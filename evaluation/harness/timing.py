@@ -54,7 +54,7 @@ import triton
 import triton.language as tl
 from torch.autograd import DeviceType  # type: ignore[attr-defined]
 
-from .confidence import bootstrap_spread, resolution
+from .confidence import bootstrap_spread
 from .steps import Steps
 from .timed_calls import TimedCall
 
@@ -99,6 +99,10 @@ class TimingSettings:
     # (a sweep's tail, a clock step) kept graph-replayed shapes sampling to 65-305 where
     # their median had long settled (docs/measurement.md).
     stop_rule: str = "median"
+    # The step of the profiler's device timestamps (CUPTI on Hopper: 32 ns; 48-51 of 56
+    # rms_norm medians on the H200 were whole multiples of it, the rest off by a nanosecond of
+    # conversion): a median known to within one step is as known as samples can make it.
+    timer_step_s: float = 32e-9
     min_samples: int = 20
     # A forward so slow that min_samples would overrun the time cap many times over (a
     # reference looping over sequences in Python takes 0.1-0.2 s) stops at the cap once it
@@ -350,11 +354,12 @@ def sampling_error(settings: TimingSettings, scored: Sequence[float]) -> float:
     if middle <= 0:
         return float("inf")
     spread = bootstrap_spread(scored)
-    # Within one step of the timer (the profiler's 32 ns on the H200) the median is as known
-    # as samples can make it: half the samples on each side of a tick boundary keep it
-    # flipping however many are taken (on the H200 such shapes of 1.2-16 us sampled to 145
-    # and 305, a fifth of rms_norm's evaluation time); confidence.py counts that error in.
-    return 0.0 if spread <= resolution(scored) else spread / middle
+    # Within one step of the timer the median is as known as samples can make it: half the
+    # samples on each side of a tick boundary keep it flipping however many are taken (on
+    # the H200 such shapes of 1.2-16 us sampled to 145-744, a fifth of rms_norm's evaluation
+    # time); confidence.py counts that error in. The step is the timer's, not the smallest
+    # gap between two samples: one sample a nanosecond off the tick would make that 1 ns.
+    return 0.0 if spread <= settings.timer_step_s else spread / middle
 
 
 def enough_samples(settings: TimingSettings, taken: int, rse: float, out_of_time: bool) -> bool:
