@@ -83,12 +83,51 @@ def smi_clocks() -> str:
     return out.stdout.strip()
 
 
+def parsed_entry(entry: dict[str, object], csv_text: str) -> None:
+    """Fill a case's entry from its ncu CSV (kernels, clocks) or say why it could not be read."""
+    try:
+        kernels = ncu_profile.parse_report(csv_text, H200_HBM_PEAK)
+    except ncu_profile.ReportUnreadable as exc:
+        entry["error"] = str(exc)
+        return
+    entry.pop("error", None)
+    entry["kernels"] = [k.to_dict() for k in kernels]
+    entry["clocks"] = ncu_profile.clocks_seen(kernels)
+
+
+def reparse(folder: Path) -> None:
+    path = folder / "ncu-profiles.json"
+    report = json.loads(path.read_text())
+    for case, entry in report["cases"].items():
+        parsed_entry(entry, (folder / f"ncu-{case}.csv").read_text())
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    print_cases(report["cases"])
+
+
+def print_cases(entries: dict[str, dict[str, object]]) -> None:
+    for case, entry in entries.items():
+        print(f"\n{case} ({entry['operator']} shape {entry['shape']}), clocks "
+              f"{entry.get('clocks')} {entry.get('error', '')}")
+        for k in entry.get("kernels", []):  # type: ignore[attr-defined]
+            print(f"  {k['name'][:48]:48} {1e6 * (k['duration_s'] or 0):9.2f} us  "
+                  f"DRAM {100 * (k['dram_of_peak'] or 0):5.1f}% of peak  occ "
+                  f"{k['achieved_occupancy_pct'] or 0:5.1f}%  SM {k['sm_throughput_pct'] or 0:5.1f}%"
+                  f"  tensor {k['tensor_pipe_pct'] or 0:5.1f}%  L2 hit "
+                  f"{k['l2_hit_rate_pct'] or 0:5.1f}%  {k['limited_by']}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path)
     parser.add_argument("--public-release", type=Path)
     parser.add_argument("--inner", nargs=4, metavar=("RELEASE", "OPERATOR", "CANDIDATE", "SHAPE"))
+    parser.add_argument("--reparse", type=Path, metavar="DIR",
+                        help="no GPU: parse the saved ncu-<case>.csv of DIR again into its "
+                             "ncu-profiles.json (the run's clocks and metric list kept)")
     args = parser.parse_args()
+    if args.reparse:
+        reparse(args.reparse)
+        return
     if args.inner:
         release, operator, candidate, shape = args.inner
         run_inner(Path(release), operator, Path(candidate), shape)
@@ -113,23 +152,12 @@ def main() -> None:
         entry: dict[str, object] = {"operator": operator, "shape": shape,
                                     "candidate": str(candidate.relative_to(REPO)),
                                     "smi_clocks_before": before, "smi_clocks_after": smi_clocks()}
-        try:
-            kernels = ncu_profile.parse_report(done.stdout, H200_HBM_PEAK)
-        except ncu_profile.ReportUnreadable as exc:
-            entry["error"] = f"{exc}; stderr: {done.stderr[-2000:]}"
-            print(case, entry["error"], flush=True)
-        else:
-            entry["kernels"] = [k.to_dict() for k in kernels]
-            entry["clocks"] = ncu_profile.clocks_seen(kernels)
-            print(f"\n{case} ({operator} shape {shape}), clocks {entry['clocks']}")
-            for k in kernels:
-                print(f"  {k.name[:48]:48} {1e6 * (k.duration_s or 0):9.2f} us  "
-                      f"DRAM {100 * (k.dram_of_peak or 0):5.1f}% of peak  occ "
-                      f"{k.achieved_occupancy_pct or 0:5.1f}%  SM {k.sm_throughput_pct or 0:5.1f}%  "
-                      f"tensor {k.tensor_pipe_pct or 0:5.1f}%  L2 hit "
-                      f"{k.l2_hit_rate_pct or 0:5.1f}%  {k.limited_by}", flush=True)
+        parsed_entry(entry, done.stdout)
+        if "error" in entry:
+            entry["error"] = f"{entry['error']}; stderr: {done.stderr[-2000:]}"
         report["cases"][case] = entry  # type: ignore[index]
     (out / "ncu-profiles.json").write_text(json.dumps(report, indent=2) + "\n")
+    print_cases(report["cases"])  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":
