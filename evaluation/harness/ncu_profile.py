@@ -47,10 +47,11 @@ BUSY_PCT = 60.0
 LIMITERS = (("sm_pct", "SM (compute)"), ("dram_pct", "DRAM"), ("l2_pct", "L2"),
             ("l1_pct", "L1/shared"))
 
-_SCALE = {"": 1.0, "byte": 1.0, "%": 1.0, "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3,
-          "second": 1.0, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "cycle/second": 1.0,
-          "cycle/nsecond": 1e9, "cycle/usecond": 1e6, "hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9, "kbyte": 1e3, "mbyte": 1e6,
-          "gbyte": 1e9}
+_SCALE = {"": 1.0, "byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "%": 1.0,
+          "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0,
+          "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0,
+          "hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9,
+          "cycle/second": 1.0, "cycle/usecond": 1e6, "cycle/nsecond": 1e9}
 
 
 class ReportUnreadable(ValueError):
