@@ -24,6 +24,7 @@ from evaluation.catalog.models import (
 )
 from evaluation.harness.release import (
     DTYPE_TO_PEAK_PATH,
+    HIDDEN_SHAPES_FILE,
     PEAK_PATH_UNIT,
     ReleaseError,
     load_release,
@@ -61,6 +62,13 @@ def release_content_sha256(root: Path) -> str:
 def release_import(*, path: Path, name: str | None = None) -> ImportSummary:
     """Load, validate and store a release; importing the same content again changes nothing."""
     loaded = load_release(path)  # raises ReleaseError before anything is written
+    if loaded.hidden_shape_count:
+        # The portal does not evaluate, score or guard a hidden tier yet: storing one would
+        # leave shapes the admin believes ranked and secret neither.
+        hidden_in = next(op for op in loaded.operators.values() if op.hidden_shapes)
+        raise ReleaseError(f"data/{hidden_in.name}/{HIDDEN_SHAPES_FILE}", "",
+                           f"a hidden shape tier ({loaded.hidden_shape_count} shapes) is not "
+                           "supported by this portal yet; import the release without it")
     name = name or loaded.name
     content = release_content_sha256(loaded.root)
     profiles, differences = [], {}

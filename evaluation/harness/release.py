@@ -58,6 +58,10 @@ DEFAULT_DSL_RATIO_THRESHOLD = 0.95
 # it with `launch: {floor_s: ...}` (the upstream YAMLs do not carry the key).
 DEFAULT_LAUNCH_FLOOR_S = 2.0e-6
 PUBLIC_FILES = ("reference.py", "input.py", "shapes.json")
+# A release may hold shapes teams never see (the hidden tier): hidden_shapes.json beside
+# shapes.json, in its format, with ids of its own; roofline.json covers both. The public
+# Atrex-Bench has none (it publishes all its shapes).
+HIDDEN_SHAPES_FILE = "hidden_shapes.json"
 
 
 class ReleaseError(Exception):
@@ -172,6 +176,7 @@ class Operator:
     public: PublicOperator
     metadata: OperatorMetadata | None
     roofline: Mapping[str, ShapeRoofline] | None
+    hidden_shapes: tuple[ShapeSpec, ...] = ()  # the hidden tier (HIDDEN_SHAPES_FILE)
 
     @property
     def name(self) -> str:
@@ -214,7 +219,12 @@ class Release:
 
     @property
     def has_hidden_files(self) -> bool:
-        return any(op.metadata or op.roofline for op in self.operators.values())
+        return any(op.metadata or op.roofline or op.hidden_shapes
+                   for op in self.operators.values())
+
+    @property
+    def hidden_shape_count(self) -> int:
+        return sum(len(op.hidden_shapes) for op in self.operators.values())
 
     def operator(self, name: str) -> Operator:
         try:
@@ -271,13 +281,35 @@ def load_operator(directory: Path, root: Path, warnings: list[str]) -> Operator:
     roofline_path = directory / "roofline.json"
     metadata = _parse_metadata(metadata_path, root) if metadata_path.exists() else None
     roofline = _parse_roofline(roofline_path, root) if roofline_path.exists() else None
-    ids = [s.id for s in public.shapes]
+    hidden = _load_hidden_shapes(directory, root, public)
+    ids = [s.id for s in (*public.shapes, *hidden)]
+    if hidden and roofline is None:
+        raise ReleaseError(_rel(roofline_path, root), "", f"missing: {HIDDEN_SHAPES_FILE} needs "
+                           "the W and Q of its shapes too")
     if roofline is not None:
         _check_same_ids(ids, roofline, _rel(roofline_path, root), "shapes")
     if metadata is not None and isinstance(metadata.raw.get("shapes"), dict):
         _check_same_ids(ids, metadata.raw["shapes"], _rel(metadata_path, root), "shapes",
                         all_required=False)
-    return Operator(public=public, metadata=metadata, roofline=roofline)
+    return Operator(public=public, metadata=metadata, roofline=roofline, hidden_shapes=hidden)
+
+
+def _load_hidden_shapes(directory: Path, root: Path,
+                        public: PublicOperator) -> tuple[ShapeSpec, ...]:
+    """The hidden tier: shapes.json's format, every id new, every call valid for the
+    operator's public files (the job runs them with those files)."""
+    path = directory / HIDDEN_SHAPES_FILE
+    if not path.exists():
+        return ()
+    shapes = _parse_shapes(path, root)
+    file = _rel(path, root)
+    public_ids = {s.id for s in public.shapes}
+    for shape in shapes:
+        if shape.id in public_ids:
+            raise ReleaseError(file, shape.id, "the id of a public shape in shapes.json: a hidden "
+                               "shape needs an id of its own")
+    _check_shape_calls(directory, root, shapes, file)
+    return shapes
 
 
 def _check_same_ids(ids: list[str], entries: Mapping[str, Any], file: str, field: str,
@@ -298,10 +330,16 @@ def load_public_operator(directory: Path, root: Path | None = None) -> PublicOpe
     for name in PUBLIC_FILES:
         if not (directory / name).is_file():
             raise ReleaseError(_rel(directory / name, root), "", "missing public file")
+    shapes = _parse_shapes(directory / "shapes.json", root)
+    _check_shape_calls(directory, root, shapes, _rel(directory / "shapes.json", root))
+    return PublicOperator(name=directory.name, directory=directory, shapes=shapes)
+
+
+def _check_shape_calls(directory: Path, root: Path, shapes: tuple[ShapeSpec, ...],
+                       shapes_file: str) -> None:
+    """Each shape's kwargs fit _make_inputs in input.py and Model.__init__ in reference.py."""
     model = _check_defines(directory / "reference.py", root, "class", "Model")
     make_inputs = _check_defines(directory / "input.py", root, "function", "_make_inputs")
-    shapes = _parse_shapes(directory / "shapes.json", root)
-    shapes_file = _rel(directory / "shapes.json", root)
     assert isinstance(make_inputs, ast.FunctionDef) and isinstance(model, ast.ClassDef)
     init = _model_init(model, ast.parse((directory / "reference.py").read_text(encoding="utf-8")))
     for shape in shapes:
@@ -310,7 +348,6 @@ def load_public_operator(directory: Path, root: Path | None = None) -> PublicOpe
         if init is not None:
             _check_call(Signature.of(init), shape.init_kwargs, shapes_file,
                         f"{shape.id}.init_kwargs", "Model.__init__ in reference.py")
-    return PublicOperator(name=directory.name, directory=directory, shapes=shapes)
 
 
 def load_hardware_dir(directory: Path, root: Path | None = None) -> dict[str, HardwareProfile]:

@@ -74,3 +74,20 @@ def test_the_command_prints_a_summary_and_reports_errors(capsys: pytest.CaptureF
     assert "imported atrex-fixture v1 — 6 operators, 45 shapes" in capsys.readouterr().out
     with pytest.raises(CommandError, match="release not imported: data/: missing"):
         call_command("import_release", str(tmp_path))
+
+
+def test_a_release_with_a_hidden_tier_is_refused_until_the_portal_guards_one(
+        tmp_path: Path) -> None:
+    """The loader reads hidden_shapes.json; the portal neither evaluates nor hides such shapes
+    yet, so it stores nothing rather than shapes it would show or leave unranked."""
+    target = tmp_path / "release"
+    shutil.copytree(FIXTURE_RELEASE, target)
+    directory = target / "data" / "rms_norm"
+    template_id, template = next(iter(json.loads((directory / "shapes.json").read_text()).items()))
+    (directory / "hidden_shapes.json").write_text(json.dumps({"hidden-a": template}))
+    roofline = json.loads((directory / "roofline.json").read_text())
+    roofline["shapes"]["hidden-a"] = roofline["shapes"][template_id]
+    (directory / "roofline.json").write_text(json.dumps(roofline))
+    with pytest.raises(ReleaseError, match="hidden shape tier \\(1 shapes\\) is not supported"):
+        release_import(path=target)
+    assert Release.objects.count() == 0 and Shape.objects.count() == 0

@@ -163,3 +163,49 @@ def test_the_fixture_roofline_files_are_what_the_derivation_script_writes(
         if op.is_dir():
             committed = (op / "roofline.json").read_text()
             assert (release_copy / "data" / op.name / "roofline.json").read_text() == committed
+
+
+def _hide_a_shape(release: Path, operator: str = "rms_norm",
+                  hidden_id: str = "hidden-t512-h4096") -> dict:  # type: ignore[type-arg]
+    """Add one hidden shape, with its roofline entry (a public shape's W and Q, rescaled
+    nowhere: the loader checks ids and calls, not the numbers)."""
+    directory = release / "data" / operator
+    public = json.loads((directory / "shapes.json").read_text())
+    template_id, template = next(iter(public.items()))
+    (directory / "hidden_shapes.json").write_text(json.dumps({hidden_id: template}))
+    roofline = json.loads((directory / "roofline.json").read_text())
+    roofline["shapes"][hidden_id] = roofline["shapes"][template_id]
+    (directory / "roofline.json").write_text(json.dumps(roofline))
+    return roofline
+
+
+def test_a_hidden_tier_loads_beside_the_public_shapes_and_never_joins_them(
+        release_copy: Path) -> None:
+    _hide_a_shape(release_copy)
+    release = load_release(release_copy)
+    op = release.operator("rms_norm")
+    assert [s.id for s in op.hidden_shapes] == ["hidden-t512-h4096"]
+    assert "hidden-t512-h4096" not in {s.id for s in op.public.shapes}  # what GPU hosts get
+    assert "hidden-t512-h4096" in (op.roofline or {})
+    assert release.hidden_shape_count == 1
+    assert load_release(FIXTURE_RELEASE).hidden_shape_count == 0
+
+
+def test_a_hidden_shape_needs_an_id_of_its_own_a_valid_call_and_its_roofline(
+        release_copy: Path) -> None:
+    directory = release_copy / "data" / "rms_norm"
+    public_id = next(iter(json.loads((directory / "shapes.json").read_text())))
+    roofline = _hide_a_shape(release_copy, hidden_id=public_id)
+    with pytest.raises(ReleaseError, match="hidden_shapes.json.*needs an id of its own"):
+        load_release(release_copy)
+    (directory / "hidden_shapes.json").write_text(json.dumps(
+        {"hidden-x": {"input_kwargs": {"no_such_argument": 1}}}))
+    roofline["shapes"]["hidden-x"] = roofline["shapes"][public_id]
+    (directory / "roofline.json").write_text(json.dumps(roofline))
+    with pytest.raises(ReleaseError, match="hidden_shapes.json.*hidden-x.input_kwargs"):
+        load_release(release_copy)
+    _hide_a_shape(release_copy, hidden_id="hidden-y")
+    del roofline["shapes"]["hidden-x"]
+    (directory / "roofline.json").write_text(json.dumps(roofline))  # hidden-y has no W and Q
+    with pytest.raises(ReleaseError, match="roofline.json.*hidden-y"):
+        load_release(release_copy)
