@@ -32,8 +32,9 @@ bounded below by the profiled busy time (median; no span is shorter; see
 another stream before the sweep ended, or after the forward returned), the profiled span
 is scored.
 
-Stop when the relative standard error of the scored samples is under the target after
-min_samples, or at the time cap once the floor is reached.
+Stop when the median's error (its bootstrap spread, TimingSettings.stop_rule) is under the
+target or within one step of the timer after min_samples, or at the time cap once the floor
+is reached.
 
 Runs inside the sandboxed child.
 """
