@@ -8,6 +8,10 @@ results to `results`, where the web tier's `submissions.record_event` task store
 A job spec holds public data only: the operator's public files, its shapes, the
 candidate's source, the DSL, a secret seed, and the comparison tolerance (the worker
 compares; the sandboxed child never receives it, and no message to a team names it).
+The one exception is the release's hidden shapes of the operator (`hidden_shapes_json`,
+ranked submissions only): the worker keeps them in memory for the job, never writes them
+to disk or a log, and gives the child each one only in that shape's requests, after every
+public shape (evaluation.harness.evaluate.EvaluationJob.hidden_shapes).
 
 Imports no Django.
 """
@@ -20,7 +24,7 @@ from typing import Any
 from celery import Celery
 from kombu.entity import Exchange
 
-SPEC_VERSION = 1
+SPEC_VERSION = 2  # 2: hidden_shapes_json
 EVALUATE_TASK = "evaluation.evaluate_job"  # GPU side: runs one job spec
 RECORD_EVENT_TASK = "submissions.record_event"  # web side: stores one report
 RESULTS_QUEUE = "results"
@@ -38,11 +42,11 @@ def eval_queue(hardware: str) -> str:
 def job_spec(*, job_id: int, attempt: int, operator: str, reference_py: str, input_py: str,
              shapes_json: str, candidate_source: str, atol: float, rtol: float, dsl: str,
              dsl_ratio_threshold: float, hardware: str, seed: int,
-             heartbeat_s: float = 0) -> dict[str, Any]:
+             heartbeat_s: float = 0, hidden_shapes_json: str = "") -> dict[str, Any]:
     return {
         "version": SPEC_VERSION, "job_id": job_id, "attempt": attempt, "hardware": hardware,
         "operator": {"name": operator, "reference_py": reference_py, "input_py": input_py,
-                     "shapes_json": shapes_json},
+                     "shapes_json": shapes_json, "hidden_shapes_json": hidden_shapes_json},
         "candidate_source": candidate_source, "tolerance": {"atol": atol, "rtol": rtol},
         "dsl": dsl, "dsl_ratio_threshold": dsl_ratio_threshold, "seed": seed,
         "heartbeat_s": heartbeat_s,

@@ -39,6 +39,7 @@ from .release import (
     HardwareProfile,
     PublicOperator,
     ShapeRoofline,
+    ShapeSpec,
     Tolerance,
 )
 from .results import PASSED, EvaluationResult, ShapeResult
@@ -97,6 +98,16 @@ class EvaluationJob:
     # The secret from which this evaluation's input seeds derive. None: drawn here. The
     # portal sends one per job attempt so an admin can replay an evaluation exactly.
     seed: int | None = None
+    # The release's hidden tier for this operator: run after every public shape, so nothing
+    # the candidate learns of them (it sees each one only in that shape's requests; never in
+    # its copy of shapes.json) can change a public shape's result.
+    hidden_shapes: Sequence[ShapeSpec] = ()
+
+    def shape_spec(self, shape_id: str) -> ShapeSpec:
+        for spec in self.hidden_shapes:
+            if spec.id == shape_id:
+                return spec
+        return self.operator.shape(shape_id)
 
 
 ProgressCallback = Callable[[ShapeResult, int, int], None]
@@ -138,6 +149,9 @@ def evaluate(job: EvaluationJob, settings: EvaluationSettings = EvaluationSettin
     unknown = set(job.shape_ids or ()) - {s.id for s in shapes}
     if unknown:
         raise ValueError(f"unknown shapes for {job.operator.name}: {sorted(unknown)}")
+    if {s.id for s in job.hidden_shapes} & {s.id for s in job.operator.shapes}:
+        raise ValueError(f"{job.operator.name}: a hidden shape has a public shape's id")
+    shapes += job.hidden_shapes  # last: see EvaluationJob.hidden_shapes
     started = time.perf_counter()
     device = torch.device(settings.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     cannot = unavailable_reason(job.dsl, device.type)
@@ -239,7 +253,7 @@ class _ShapeRun:
                  checks: str = FULL_CHECKS) -> None:
         self.job, self.settings, self.trusted, self.child = job, settings, trusted, child
         self.checks = checks
-        self.spec = job.operator.shape(shape_id)
+        self.spec = job.shape_spec(shape_id)
         self.device = device
         self.result = ShapeResult(shape_id=shape_id, environment=dict(trusted.environment))
         self.stage = "compile"

@@ -395,7 +395,15 @@ def project_hardware_profiles() -> dict[str, HardwareProfile]:
 
 def _parse_shapes(path: Path, root: Path) -> tuple[ShapeSpec, ...]:
     file = _rel(path, root)
-    doc = _require_mapping(_read_json(path, root), file, "")
+    return parse_shapes_document(_read_json(path, root), file)
+
+
+def parse_shapes_document(document: Any, file: str) -> tuple[ShapeSpec, ...]:
+    """shapes.json's format, already read: {shape id: {init_kwargs, input_kwargs}}.
+
+    A GPU worker reads a job's hidden shapes with it straight from the job spec, so they
+    are never written to the host's disk."""
+    doc = _require_mapping(document, file, "")
     if not doc:
         raise ReleaseError(file, "", "no shapes")
     shapes = []

@@ -14,6 +14,7 @@ Imports no Django: it runs on a bare GPU host.
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import tempfile
@@ -30,7 +31,13 @@ from evaluation.harness.evaluate import (
     evaluate,
     evaluation_mode,
 )
-from evaluation.harness.release import ReleaseError, Tolerance, load_public_operator
+from evaluation.harness.release import (
+    ReleaseError,
+    ShapeSpec,
+    Tolerance,
+    load_public_operator,
+    parse_shapes_document,
+)
 from evaluation.harness.results import ShapeResult, json_safe
 from evaluation.harness.sandbox import HarnessError, SandboxSettings, WarmChildren
 from evaluation.protocol import SPEC_VERSION
@@ -67,6 +74,18 @@ def close_warm_children() -> None:
 def new_run_id() -> str:
     """One execution of a spec: a redelivered message runs the same attempt again."""
     return uuid.uuid4().hex
+
+
+def _hidden_shapes(spec: dict[str, Any]) -> tuple[ShapeSpec, ...]:
+    """The job's hidden shapes, parsed from the spec in memory (never written to disk)."""
+    text = spec["operator"].get("hidden_shapes_json") or ""
+    if not text:
+        return ()
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReleaseError("job spec", "hidden_shapes_json", f"invalid JSON: {exc.msg}") from None
+    return parse_shapes_document(document, "job spec hidden_shapes_json")
 
 
 def run_job_spec(spec: dict[str, Any], publish: Publish,
@@ -111,12 +130,14 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
                               ("shapes.json", "shapes_json")):
                 (operator_dir / name).write_text(spec["operator"][key], encoding="utf-8")
             public = load_public_operator(operator_dir, Path(folder))
+            hidden = _hidden_shapes(spec)
             job = EvaluationJob(
                 operator=public, candidate_source=spec["candidate_source"],
                 tolerance=Tolerance(**spec["tolerance"]), dsl=spec["dsl"],
-                dsl_ratio_threshold=spec["dsl_ratio_threshold"], seed=spec["seed"])
+                dsl_ratio_threshold=spec["dsl_ratio_threshold"], seed=spec["seed"],
+                hidden_shapes=hidden)
             # The mode up front, so the portal can mark an interpreter run from its first shape.
-            publish("started", {**ids, "shapes_total": len(public.shapes),
+            publish("started", {**ids, "shapes_total": len(public.shapes) + len(hidden),
                                 "mode": evaluation_mode(device.split(":")[0])})
             stop_here()
 
