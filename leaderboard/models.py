@@ -69,6 +69,16 @@ class SubmissionScore(models.Model):
     intervals = models.JSONField(
         default=dict, help_text="95% intervals [low, high] or null: aggregate, memory, compute, "
                                 "prefill, decode, by_operator {op: ...} (leaderboard/scoring.py)")
+    hidden_by_operator = models.JSONField(
+        default=dict, help_text="S_op over the release's hidden shapes, per operator with some")
+    not_generalising = models.JSONField(
+        default=list, help_text="operators whose hidden median attainment with the launch floor "
+                                "is below the public one / the release's generalisation factor")
+    generalisation = models.JSONField(
+        default=dict, help_text="per operator with hidden shapes: the medians of attainment "
+                                "with the launch floor the flag compares, {public, hidden}")
+    excluded = models.BooleanField(default=False, help_text="taken off the ranks by an admin "
+                                   "(Submission.ranking_excluded)")
     computed_at = models.DateTimeField(auto_now=True)
 
     class Meta:

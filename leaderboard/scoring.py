@@ -18,6 +18,18 @@
   counted in `unevaluated_shapes` so boards can say so.
 - A job run in Triton's CPU interpreter is a check, not a measurement: a submission with one
   is counted in `interpreter_jobs` and never ranked (boards leave it out).
+- A release's hidden shapes (docs/admins.md) count in none of the above: S_op over them is
+  `hidden_by_operator`. An operator is flagged "does not generalise" (`not_generalising`)
+  where, with the launch floor, its median over the hidden shapes is below the one over the
+  public shapes divided by the release's generalisation factor (default 2): both medians of
+  a_floor = min(1, (SOL + launch floor) / T) per shape, 0 where a shape scores 0
+  (`generalisation` holds the pair). Plain attainment would compare shape mixes, not
+  kernels: a decode shape is launch-bound at a few percent whatever the kernel, so on the
+  H200 an honest Triton rms_norm scored 0.176 on the starter release's public shapes and
+  0.090 on its hidden ones (two of three are decode shapes), a factor 1.96, a hair from the
+  line; with the floor it scored 0.988 and 1.000, and the kernel that fell back to PyTorch
+  on every shape it had not seen 0.986 and 0 (benchmarks/results/h200-2026-12-03c/). The flag does not change a rank; an admin may exclude the
+  submission from ranking (`excluded`). A suspicious hidden shape quarantines like any.
 - Every S_op, S_agg and subset score carries a 95% interval, score +- 1.96 standard errors.
   A shape's attainment error comes from its timing samples (the bootstrap standard error of
   its median, evaluation/harness/confidence.py, times a / T); S_op's from drawing every
@@ -64,6 +76,8 @@ class ShapeOutcome:
     phase: str | None = None  # "prefill", "decode" or "prefill/decode"
     evaluated: bool = True  # False: its job ended without reporting it (scores 0)
     attainment_se: float | None = None  # the attainment's standard error (None: unknown)
+    hidden: bool = False  # a shape of the release's hidden tier: scored apart (S_op hidden)
+    attainment_with_floor: float | None = None  # min(1, (SOL + launch floor) / T)
 
 
 @dataclass(frozen=True)
@@ -94,8 +108,16 @@ class WeightedScore:
     # 95% intervals [low, high] (None: unknown): "aggregate", the subsets by name, and
     # "by_operator" {operator: [low, high] or None}
     intervals: Mapping[str, Any] = field(default_factory=dict)
+    # S_op over the release's hidden shapes, per operator that has them
+    hidden_by_operator: Mapping[str, float | None] = field(default_factory=dict)
+    # operators whose hidden median a_floor is below their public one / the release's factor
+    not_generalising: Sequence[str] = ()
+    # per operator with hidden shapes: {"public": median a_floor, "hidden": median a_floor}
+    generalisation: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+    excluded: bool = False  # an admin took the submission off the boards' ranks
 
 
+DEFAULT_GENERALISATION_FACTOR = 2.0  # the release's own: Release.generalisation_factor
 INTERVAL_Z = 1.96  # two-sided 95%, for a score that is roughly normal around its value
 REPLICATES = 200
 SEED = 20261203
@@ -181,6 +203,12 @@ class SubmissionSummary:
     interpreter_jobs: int = 0
     # standard errors of the operator scores: "all" and each subset -> operator -> se or None
     errors: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+    hidden_by_operator: Mapping[str, float | None] = field(default_factory=dict)
+    # the medians of a_floor the generalisation flag compares: public and hidden, per operator
+    floor_by_operator: Mapping[str, float | None] = field(default_factory=dict)
+    hidden_floor_by_operator: Mapping[str, float | None] = field(default_factory=dict)
+    hidden_shapes: int = 0
+    hidden_correct: int = 0
 
     def as_json(self) -> dict[str, object]:
         return {"ranked": self.ranked, "by_operator": dict(self.by_operator),
@@ -189,7 +217,11 @@ class SubmissionSummary:
                 "mixed": self.mixed, "fallback": self.fallback, "complete": self.complete,
                 "unevaluated": self.unevaluated, "lost_jobs": self.lost_jobs,
                 "interpreter_jobs": self.interpreter_jobs,
-                "errors": {k: dict(v) for k, v in self.errors.items()}}
+                "errors": {k: dict(v) for k, v in self.errors.items()},
+                "hidden_by_operator": dict(self.hidden_by_operator),
+                "floor_by_operator": dict(self.floor_by_operator),
+                "hidden_floor_by_operator": dict(self.hidden_floor_by_operator),
+                "hidden_shapes": self.hidden_shapes, "hidden_correct": self.hidden_correct}
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> SubmissionSummary:
@@ -203,7 +235,13 @@ class SubmissionSummary:
                    unevaluated=int(data.get("unevaluated", 0)),  # type: ignore[call-overload]
                    lost_jobs=int(data.get("lost_jobs", 0)),  # type: ignore[call-overload]
                    interpreter_jobs=int(data.get("interpreter_jobs", 0)),  # type: ignore[call-overload]
-                   errors=data.get("errors") or {})  # type: ignore[arg-type]
+                   errors=data.get("errors") or {},  # type: ignore[arg-type]
+                   hidden_by_operator=data.get("hidden_by_operator") or {},  # type: ignore[arg-type]
+                   floor_by_operator=data.get("floor_by_operator") or {},  # type: ignore[arg-type]
+                   hidden_floor_by_operator=data.get(  # type: ignore[arg-type]
+                       "hidden_floor_by_operator") or {},
+                   hidden_shapes=int(data.get("hidden_shapes", 0)),  # type: ignore[call-overload]
+                   hidden_correct=int(data.get("hidden_correct", 0)))  # type: ignore[call-overload]
 
 
 def summarise(outcomes: Sequence[ShapeOutcome], policy: ScoringPolicy = ScoringPolicy(), *,
@@ -215,10 +253,17 @@ def summarise(outcomes: Sequence[ShapeOutcome], policy: ScoringPolicy = ScoringP
     infrastructure failure, of which there were `lost_jobs`); an incomplete one is never
     ranked, nor is one with `interpreter_jobs` (run in Triton's CPU interpreter).
     """
+    hidden = [o for o in outcomes if o.hidden]
+    quarantined = any(o.suspicious for o in outcomes)  # a hidden shape's too
+    outcomes = [o for o in outcomes if not o.hidden]
     everything = _by_operator(outcomes, policy, lambda o: True)
     subsets = {name: _by_operator(outcomes, policy, keep) for name, keep in SUBSETS.items()}
     return SubmissionSummary(
-        ranked=not any(o.suspicious for o in outcomes),
+        ranked=not quarantined,
+        hidden_by_operator=_by_operator(hidden, policy, lambda o: True)[0],
+        floor_by_operator=_floor_by_operator(outcomes, policy) if hidden else {},
+        hidden_floor_by_operator=_floor_by_operator(hidden, policy),
+        hidden_shapes=len(hidden), hidden_correct=sum(o.correct for o in hidden),
         by_operator=everything[0],
         by_subset={name: scores for name, (scores, _) in subsets.items()},
         errors={"all": everything[1], **{name: errors for name, (_, errors) in subsets.items()}},
@@ -235,12 +280,15 @@ def summarise(outcomes: Sequence[ShapeOutcome], policy: ScoringPolicy = ScoringP
 
 
 def combine(summary: SubmissionSummary, weights: Mapping[str, float],
-            subset_operators: Mapping[str, Iterable[str]] | None = None) -> WeightedScore:
+            subset_operators: Mapping[str, Iterable[str]] | None = None, *,
+            generalisation_factor: float = DEFAULT_GENERALISATION_FACTOR,
+            excluded: bool = False) -> WeightedScore:
     """Every number a board shows for one submission, under `weights` (spanning the release).
 
     `subset_operators` names, per subset ("memory", "compute", "prefill", "decode"), the
     release's operators that have shapes in it, so an operator a team left out still
-    counts 0 there. Without it, the submission's own shapes decide.
+    counts 0 there. Without it, the submission's own shapes decide. `excluded`: an admin
+    took the submission off the ranks (it is still shown).
     """
     normalised = normalise_weights(weights, weights)
     operators = sorted(normalised)
@@ -276,7 +324,28 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
         complete=summary.complete, unevaluated_shapes=summary.unevaluated,
         lost_jobs=summary.lost_jobs, interpreter_jobs=summary.interpreter_jobs,
         intervals=intervals,
+        hidden_by_operator=dict(summary.hidden_by_operator),
+        not_generalising=operators_not_generalising(
+            summary.floor_by_operator, summary.hidden_floor_by_operator, generalisation_factor),
+        generalisation={op: {"public": summary.floor_by_operator.get(op), "hidden": value}
+                        for op, value in summary.hidden_floor_by_operator.items()},
+        excluded=excluded,
     )
+
+
+def operators_not_generalising(public: Mapping[str, float | None],
+                               hidden: Mapping[str, float | None], factor: float) -> list[str]:
+    """Operators whose score on the hidden shapes is below their public one / `factor`
+    (scores of one kind: `combine` passes the medians of a_floor).
+
+    Only where both are known and the public one is above 0: a candidate that scores 0 in
+    public has nothing to generalise, and an untimed run has no attainment to compare."""
+    flagged = []
+    for op, secret in sorted(hidden.items()):
+        seen = public.get(op)
+        if seen is not None and secret is not None and seen > 0 and secret < seen / factor:
+            flagged.append(op)
+    return flagged
 
 
 def attainment_error(attainment: float | None, median_s: float | None,
@@ -341,6 +410,17 @@ def solve_rate(operator_results: Iterable[Sequence[ShapeOutcome]]) -> float:
     attempts = [list(shapes) for shapes in operator_results]
     solved = sum(bool(s) and all(o.correct and o.verdict == NATIVE for o in s) for s in attempts)
     return solved / len(attempts) if attempts else 0.0
+
+
+def _floor_by_operator(outcomes: Iterable[ShapeOutcome],
+                       policy: ScoringPolicy) -> dict[str, float | None]:
+    """Per operator, the median of a_floor over the shapes (0 where the shape scores 0)."""
+    grouped: dict[str, list[float | None]] = {}
+    for outcome in outcomes:
+        score = shape_score(outcome, policy)
+        grouped.setdefault(outcome.operator, []).append(
+            score if not score else outcome.attainment_with_floor)
+    return {op: operator_score(values) for op, values in grouped.items()}
 
 
 def _by_operator(outcomes: Iterable[ShapeOutcome], policy: ScoringPolicy,

@@ -16,6 +16,7 @@ from django.db.models import Count, F, Q
 from django.db.models.functions import Coalesce
 
 from evaluation.catalog.models import HardwareProfile, Operator, Release
+from evaluation.catalog.selectors import hidden_shape_counts
 from evaluation.harness.dsl import DSL_LABELS
 from evaluation.harness.roofline import roofline_point
 from leaderboard.models import BoardFreeze, SubmissionScore, WeightSet
@@ -69,10 +70,11 @@ _BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name
                  "submission__created_at", "submission__output_tokens", "submission__agent",
                  "submission__model_name", "ranked", "complete", "unevaluated_shapes", "lost_jobs",
                  "interpreter_jobs", "mixed_shapes", "fallback_shapes", "submission__environment",
-                 "intervals", *NUMBER_COLUMNS)
+                 "intervals", "not_generalising", "excluded", "submission__ranking_excluded_reason",
+                 *NUMBER_COLUMNS)
 # What a board ranks: whole evaluations, none quarantined, measured on the hardware (a run in
 # Triton's CPU interpreter is a check of correctness and adoption, with no time to rank).
-RANKABLE = {"ranked": True, "complete": True, "interpreter_jobs": 0}
+RANKABLE = {"ranked": True, "complete": True, "interpreter_jobs": 0, "excluded": False}
 # What a board, an export, the analysis or a baseline row may show at all: no check
 # submission (evaluated for its team only), not even in "all submissions".
 ON_BOARDS = {"submission__mode": Submission.Mode.RANKED}
@@ -246,6 +248,11 @@ def _badges(score: dict[str, Any]) -> list[str]:
         badges.append("suspicious")
     if score.get("interpreter_jobs"):
         badges.append("interpreter check: not ranked")
+    if score.get("not_generalising"):
+        badges.append(f"does not generalise: {', '.join(score['not_generalising'])}")
+    if score.get("excluded"):
+        reason = score.get("submission__ranking_excluded_reason")
+        badges.append(f"excluded by an admin{f': {reason}' if reason else ''}: not ranked")
     if score["fallback_shapes"]:
         badges.append("fallback")
     if score["mixed_shapes"]:
@@ -324,7 +331,10 @@ def _production_outcomes(release: Release,
         if hidden is None:
             continue
         metadata = hidden.metadata or {}
+        public = set(op.shapes.values_list("shape_id", flat=True))  # not the hidden tier
         for shape_id, meta in (metadata.get("shapes") or {}).items():
+            if shape_id not in public:
+                continue
             timings = (meta or {}).get("production_performance") or {}
             timing = next((t for sku, t in timings.items() if _sku(sku) == wanted), None)
             shape = hidden.shape_roofline(shape_id)
@@ -407,7 +417,7 @@ def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: W
                   .select_related("submission__team", "submission__hardware"))
     # the shapes each job covers, unevaluated ones of a cancelled job included
     by_submission = scoring_context(release).outcomes_by_submission([s.submission for s in scores])
-    outcomes = {pk: [o for o in shapes if o.operator == operator]
+    outcomes = {pk: [o for o in shapes if o.operator == operator and not o.hidden]
                 for pk, shapes in by_submission.items()}
     correctness = {pk: (sum(o.correct for o in shapes) / len(shapes) if shapes else 0.0)
                    for pk, shapes in outcomes.items()}
@@ -423,7 +433,9 @@ def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: W
     rows: list[dict[str, Any]] = [
         {"rank": None, "team": s.submission.team.name, "submission": s.submission.pk,
          "score": value, "correctness_rate": correctness[s.submission_id],
-         "date": s.submission.created_at.date().isoformat(), "badges": [],
+         "date": s.submission.created_at.date().isoformat(),
+         "badges": ["does not generalise"] if operator in (s.not_generalising or []) else [],
+         "hidden_score": (s.hidden_by_operator or {}).get(operator),
          "interval": ((s.intervals or {}).get("by_operator") or {}).get(operator),
          "ranked_by": "score"}
         for _, value, s in ordered]
@@ -434,6 +446,9 @@ def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: W
         "solve_rate": solve_rate([outcomes[s.submission_id] for _, _, s in ordered])
         if ordered else None,  # no team: nothing solved or unsolved yet
         "median_score": statistics.median(values) if values else None,
+        # how many hidden shapes the operator has: all a page says of them, beside the
+        # S_op over them (rows' "hidden_score")
+        "hidden_shapes": hidden_shape_counts(release).get(operator, 0),
         "baselines": operator_baselines(release=release, hardware=hardware,
                                         weight_set=weight_set, operator=operator),
     }
@@ -458,9 +473,11 @@ def operator_baselines(*, release: Release, hardware: HardwareProfile, weight_se
         [score.submission for score in chosen.values()])
     rows = []
     for kind, score in chosen.items():
-        shapes = [o for o in outcomes.get(score.submission_id, []) if o.operator == operator]
+        shapes = [o for o in outcomes.get(score.submission_id, [])
+                  if o.operator == operator and not o.hidden]
         rows.append({"team": labels[kind], "submission": score.submission_id,
                      "score": (score.by_operator or {}).get(operator),
+                     "hidden_score": (score.hidden_by_operator or {}).get(operator),
                      "correctness_rate": (sum(o.correct for o in shapes) / len(shapes)
                                           if shapes else 0.0),
                      "date": score.submission.created_at.date().isoformat()})

@@ -117,14 +117,15 @@ def rescore_weight_set(weight_set: WeightSet) -> int:
     stored = {pk: SubmissionSummary.from_json(data) for pk, data in
               ScoreSummary.objects.filter(submission__release=release)
               .values_list("submission_id", "summary").iterator(chunk_size=2000)}
-    on = dict(Submission.objects.filter(release=release).values_list("pk", "hardware_id"))
+    on = {pk: (hardware_id, excluded) for pk, hardware_id, excluded in Submission.objects
+          .filter(release=release).values_list("pk", "hardware_id", "ranking_excluded")}
     missing = [pk for pk in on if pk not in stored]
     if missing:
         stored.update(summaries_rebuild(release, Submission.objects.filter(pk__in=missing)
                                         .select_related("hardware"), context))
     rows = [_score_row(weight_set, pk, stored[pk],
-                       context.subset_operators(hardware[hardware_id]))
-            for pk, hardware_id in on.items()]
+                       context.subset_operators(hardware[hardware_id]), excluded=excluded)
+            for pk, (hardware_id, excluded) in on.items()]
     SubmissionScore.objects.filter(weight_set=weight_set).delete()
     SubmissionScore.objects.bulk_create(rows, batch_size=2000)
     derived_cache.changed(derived_cache.BOARDS)
@@ -140,7 +141,8 @@ def rescore_submission(submission: Submission) -> None:
     subsets = context.subset_operators(submission.hardware)
     with transaction.atomic():
         for weight_set in submission.release.weight_sets.all():
-            row = _score_row(weight_set, submission.pk, summary, subsets)
+            row = _score_row(weight_set, submission.pk, summary, subsets,
+                             excluded=submission.ranking_excluded)
             SubmissionScore.objects.update_or_create(
                 submission=submission, weight_set=weight_set,
                 defaults={f: getattr(row, f) for f in SCORE_FIELDS})
@@ -240,18 +242,18 @@ class _ScoringContext:
                  else {"candidate__submission__in": list(hardware)})
         jobs = {pk: row for pk, *row in EvaluationJob.objects.filter(**which).values_list(
             "pk", "candidate__submission_id", "candidate__operator_id", "status",
-            "infrastructure_failure", "shape_ids", "mode")}
+            "infrastructure_failure", "shape_ids", "mode", "hidden_shape_ids")}
         results: dict[int, dict[str, tuple[Any, ...]]] = {pk: {} for pk in jobs}
-        rows = (ShapeResult.objects.filter(**{f"job__{k}": v for k, v in which.items()},
+        rows = (ShapeResult.every_tier.filter(**{f"job__{k}": v for k, v in which.items()},
                                            attempt=F("job__attempts"))
                 .values_list("job_id", "shape__shape_id", "status", "verdict", "attainment",
-                             "suspicious", "median_s", "median_se_s")
+                             "suspicious", "median_s", "median_se_s", "attainment_with_floor")
                 .iterator(chunk_size=20000))
         for job_id, shape_id, *result in rows:
             results[job_id][shape_id] = tuple(result)
         self.running, self.lost_jobs, self.interpreter_jobs = set(), {}, {}
         for job_id, (submission_id, operator_id, status, infrastructure, shape_ids,
-                     mode) in jobs.items():
+                     mode, hidden_ids) in jobs.items():
             if submission_id not in grouped:
                 continue
             if mode == EvaluationJob.Mode.INTERPRETER:
@@ -262,7 +264,9 @@ class _ScoringContext:
             elif status == EvaluationJob.Status.FAILED and infrastructure:
                 self.lost_jobs[submission_id] = self.lost_jobs.get(submission_id, 0) + 1
             operator = self.operators[operator_id]
-            for shape_id in shape_ids or self.shape_ids[operator.name]:
+            secret = set(hidden_ids or ())
+            for shape_id in [*(shape_ids or self.shape_ids[operator.name]), *(hidden_ids or ())]:
+                hidden = shape_id in secret
                 reported = results[job_id].get(shape_id)
                 kind = self.regime(operator, shape_id, hardware[submission_id])
                 phase = self.phase(operator.name, shape_id)
@@ -271,13 +275,14 @@ class _ScoringContext:
                 if reported is None:
                     grouped[submission_id].append(ShapeOutcome(
                         operator=operator.name, shape_id=shape_id, correct=False, verdict=None,
-                        attainment=0.0, regime=kind, phase=phase, evaluated=False))
+                        attainment=0.0, regime=kind, phase=phase, evaluated=False,
+                        hidden=hidden))
                     continue
-                result_status, verdict, value, suspicious, median_s, median_se_s = reported
+                result_status, verdict, value, suspicious, median_s, median_se_s, floor = reported
                 grouped[submission_id].append(ShapeOutcome(
                     operator=operator.name, shape_id=shape_id, correct=result_status == "passed",
                     verdict=verdict or None, attainment=value, suspicious=suspicious,
-                    regime=kind, phase=phase,
+                    regime=kind, phase=phase, hidden=hidden, attainment_with_floor=floor,
                     attainment_se=attainment_error(value, median_s, median_se_s)))
         return grouped
 
@@ -332,8 +337,9 @@ def shape_regime(operator: Operator, shape_id: str, hardware: HardwareProfile) -
 
 
 def _score_row(weight_set: WeightSet, submission_id: int, summary: SubmissionSummary,
-               subsets: Mapping[str, set[str]]) -> SubmissionScore:
-    score = combine(summary, weight_set.weights, subsets)
+               subsets: Mapping[str, set[str]], *, excluded: bool = False) -> SubmissionScore:
+    score = combine(summary, weight_set.weights, subsets, excluded=excluded,
+                    generalisation_factor=weight_set.release.generalisation_factor)
     values = {f: getattr(score, f) for f in SCORE_FIELDS}
     return SubmissionScore(submission_id=submission_id, weight_set=weight_set,
                            **{**values, "by_operator": dict(score.by_operator)})

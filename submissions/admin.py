@@ -7,7 +7,7 @@ from django.http import HttpRequest
 
 from .jobs import job_rerun
 from .models import Candidate, EvaluationJob, ShapeResult, Submission
-from .services import shape_result_review
+from .services import shape_result_review, submission_set_ranking_excluded
 
 # A job re-run this recently and not yet started is not re-run again: a double click, or a
 # second admin, would otherwise throw away the attempt the first one queued.
@@ -63,6 +63,21 @@ def reject_results(modeladmin: Any, request: Any, queryset: Any) -> None:
         shape_result_review(result=result, accept=False, actor=request.user)
 
 
+@admin.action(description="Exclude from ranking: does not generalise to the hidden shapes")
+def exclude_from_ranking(modeladmin: Any, request: Any, queryset: Any) -> None:
+    for submission in queryset:
+        submission_set_ranking_excluded(
+            submission=submission, excluded=True, actor=request.user,
+            reason="does not generalise to the release's hidden shapes")
+
+
+@admin.action(description="Rank again (undo an exclusion)")
+def include_in_ranking(modeladmin: Any, request: Any, queryset: Any) -> None:
+    for submission in queryset.filter(ranking_excluded=True):
+        submission_set_ranking_excluded(submission=submission, excluded=False, reason="",
+                                        actor=request.user)
+
+
 class CandidateInline(admin.TabularInline[Candidate, Submission]):
     model = Candidate
     fields = ("operator", "sha256")
@@ -74,11 +89,11 @@ class CandidateInline(admin.TabularInline[Candidate, Submission]):
 @admin.register(Submission)
 class SubmissionAdmin(admin.ModelAdmin[Submission]):
     list_display = ("id", "team", "release", "hardware", "mode", "jobs_status", "baseline",
-                    "agent", "model_name", "created_at")
+                    "ranking_excluded", "agent", "model_name", "created_at")
     # Filter by release and hardware, select all, "Re-run": every submission of a board again.
     list_filter = ("release", "hardware", "mode", "baseline", "team")
     inlines = [CandidateInline]
-    actions = [rerun_submissions]
+    actions = [rerun_submissions, exclude_from_ranking, include_in_ranking]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Submission]:
         # the jobs' statuses counted in the list's one query, not one query per row
@@ -110,8 +125,15 @@ class EvaluationJobAdmin(admin.ModelAdmin[EvaluationJob]):
 
 @admin.register(ShapeResult)
 class ShapeResultAdmin(admin.ModelAdmin[ShapeResult]):
-    list_display = ("job", "attempt", "shape", "status", "verdict", "median_s", "attainment",
-                    "suspicious")
+    list_display = ("job", "attempt", "shape", "hidden", "status", "verdict", "median_s",
+                    "attainment", "suspicious")
     list_filter = ("status", "verdict", "suspicious")
     actions = [accept_results, reject_results]
     readonly_fields = ("raw",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ShapeResult]:
+        return ShapeResult.every_tier.select_related("shape")  # admins see the hidden tier
+
+    @admin.display(description="hidden tier", boolean=True)
+    def hidden(self, result: ShapeResult) -> bool:
+        return result.shape.hidden

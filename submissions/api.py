@@ -88,6 +88,12 @@ class QueuePlaceOut(serializers.Serializer[Any]):
     estimate_basis = serializers.CharField()
 
 
+class HiddenTallyOut(serializers.Serializer[Any]):
+    shapes = serializers.IntegerField()
+    evaluated = serializers.IntegerField()
+    passed = serializers.IntegerField()
+
+
 # "source" is an attribute of DRF's Field (as its type stubs read it): named in the data
 @with_fields(source=serializers.CharField())
 class JobOut(serializers.Serializer[Any]):
@@ -102,7 +108,10 @@ class JobOut(serializers.Serializer[Any]):
         "interpreter check, no time measured, never ranked); empty until a worker reported"))
     attempts = serializers.IntegerField()
     shapes_done = serializers.IntegerField()
-    shapes_total = serializers.IntegerField()
+    shapes_total = serializers.IntegerField(help_text="the shapes the job covers, its hidden "
+                                            "ones included")
+    hidden_shapes = HiddenTallyOut(allow_null=True, required=False, help_text=(
+        "the release's hidden shapes this job covers: how many, never which; null for none"))
     error = serializers.CharField()
     sha256 = serializers.CharField()
     heartbeat_at = serializers.DateTimeField(allow_null=True)
@@ -173,6 +182,18 @@ class SubmissionScoreOut(serializers.Serializer[Any]):
     prefill = serializers.FloatField(allow_null=True)
     decode = serializers.FloatField(allow_null=True)
     by_operator = serializers.DictField(child=serializers.FloatField(allow_null=True))
+    hidden_by_operator = serializers.DictField(
+        child=serializers.FloatField(allow_null=True),
+        help_text="S_op over the release's hidden shapes, per operator that has them")
+    not_generalising = serializers.ListField(
+        child=serializers.CharField(), help_text="operators flagged \"does not generalise\": "
+        "on the hidden shapes, the median attainment with the launch floor is below the public "
+        "shapes' / the release's generalisation factor")
+    generalisation = serializers.DictField(
+        child=serializers.DictField(child=serializers.FloatField(allow_null=True)),
+        help_text="per operator with hidden shapes: {public, hidden}, the medians of "
+                  "min(1, (SOL + launch floor) / T) the flag compares")
+    excluded = serializers.BooleanField(help_text="taken off the ranks by an admin")
     correctness_rate = serializers.FloatField()
     dsl_adoption_rate = serializers.FloatField()
     computed_at = serializers.DateTimeField()

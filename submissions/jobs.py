@@ -32,6 +32,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from evaluation.catalog.models import Shape
 from evaluation.catalog.selectors import evaluated_shape_ids
 from evaluation.protocol import (
     EVALUATE_TASK,
@@ -42,7 +43,7 @@ from evaluation.protocol import (
     stop_message,
 )
 from portal.audit.models import AuditEntry, audit
-from submissions.models import EvaluationJob
+from submissions.models import EvaluationJob, ShapeResult
 from submissions.results import store_shape
 
 ACTIVE = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.RUNNING)
@@ -94,7 +95,8 @@ def _next_attempt(job: EvaluationJob, *, low_priority: bool) -> Callable[[], Non
         shapes_json=_job_shapes_json(job), candidate_source=candidate.source,
         atol=operator.hidden.atol, rtol=operator.hidden.rtol, dsl=job.candidate.dsl,
         dsl_ratio_threshold=release.dsl_ratio_threshold, hardware=hardware.name,
-        seed=secrets.randbits(63), heartbeat_s=settings.ATREX_JOB_HEARTBEAT_SECONDS)
+        seed=secrets.randbits(63), heartbeat_s=settings.ATREX_JOB_HEARTBEAT_SECONDS,
+        hidden_shapes_json=_job_hidden_shapes_json(job))
     queue = low_priority_queue(hardware.queue) if low_priority else hardware.queue
     task_id = attempt_task_id(job.pk, job.attempts)
 
@@ -167,6 +169,32 @@ def _job_shapes_json(job: EvaluationJob) -> str:
     keep = set(job.shape_ids or evaluated_shape_ids(job.candidate.operator))
     shapes = json.loads(job.candidate.operator.shapes_json)
     return json.dumps({k: v for k, v in shapes.items() if k in keep})
+
+
+def _job_hidden_shapes_json(job: EvaluationJob) -> str:
+    """The hidden shapes this job covers, in shapes.json's format ("" for none)."""
+    if not job.hidden_shape_ids:
+        return ""
+    rows = {shape.shape_id: shape for shape in Shape.every_tier.filter(
+        operator=job.candidate.operator, hidden=True, shape_id__in=job.hidden_shape_ids)}
+    return json.dumps({shape_id: {"init_kwargs": rows[shape_id].init_kwargs,
+                                  "input_kwargs": rows[shape_id].input_kwargs}
+                       for shape_id in job.hidden_shape_ids if shape_id in rows})
+
+
+def hidden_failure(job: EvaluationJob, reason: str) -> bool:
+    """Whether a job's failure may tell of a hidden shape: it came while one ran (they run
+    after the public ones), or its text names one. Such a reason is kept for the admins
+    (`hidden_error`) and the team reads HIDDEN_FAILURE instead."""
+    if not job.hidden_shape_ids:
+        return False
+    public_done = ShapeResult.objects.filter(job=job, attempt=job.attempts).count()
+    return public_done >= len(job.shape_ids) or any(i in reason for i in job.hidden_shape_ids)
+
+
+HIDDEN_FAILURE = ("The evaluation failed while it ran the release's hidden shapes: what went "
+                  "wrong is not shown, since it could tell of them (docs/teams.md, \"Hidden "
+                  "shapes\"). Your public shapes' results stand; an admin can read the reason.")
 
 
 def job_cancel(*, job: EvaluationJob) -> bool:
@@ -244,7 +272,7 @@ def record_event(kind: str, payload: dict[str, Any]) -> None:
             return  # stale, or already ended
         if kind == "started" and job.run != run:
             if job.run:  # a redelivery: start this attempt afresh with the new run
-                job.results.filter(attempt=job.attempts).delete()
+                ShapeResult.every_tier.filter(job=job, attempt=job.attempts).delete()
                 job.shapes_done = 0
                 _stop_on_commit(job.pk, job.attempts, job.run)  # in case it still runs
             job.run = run
@@ -266,12 +294,12 @@ def record_event(kind: str, payload: dict[str, Any]) -> None:
             job.mode = reported_mode
         if kind == "progress":
             store_shape(job, payload["shape"])
-            job.shapes_done = job.results.filter(attempt=job.attempts).count()
+            job.shapes_done = ShapeResult.every_tier.filter(job=job, attempt=job.attempts).count()
         elif kind == "result":
             result = payload["result"]
             for shape in result["shapes"]:
                 store_shape(job, shape)
-            job.shapes_done = job.results.filter(attempt=job.attempts).count()
+            job.shapes_done = ShapeResult.every_tier.filter(job=job, attempt=job.attempts).count()
             job.evaluator_version = str(result.get("evaluator_version", ""))[:30]
             job.status = EvaluationJob.Status.SCORED
             job.finished_at = now
@@ -279,6 +307,8 @@ def record_event(kind: str, payload: dict[str, Any]) -> None:
         elif kind == "failed":
             job.status = EvaluationJob.Status.FAILED
             job.error = str(payload.get("reason", "evaluation failed"))
+            if hidden_failure(job, job.error):
+                job.hidden_error, job.error = job.error, HIDDEN_FAILURE
             job.infrastructure_failure = bool(payload.get("infrastructure", False))
             job.finished_at = now
             rescore_on_commit(job.candidate.submission_id)

@@ -45,6 +45,10 @@ class Submission(models.Model):
     # Derived from its results (submissions/environment.py), rewritten when a job ends: the
     # GPUs, drivers, CUDA, torch and DSL versions its shapes were measured with.
     environment = models.CharField(max_length=500, blank=True)
+    # An admin's decision (submissions/services.py `submission_set_ranking_excluded`): shown
+    # on the boards, never ranked; for a candidate that does not generalise, say.
+    ranking_excluded = models.BooleanField(default=False)
+    ranking_excluded_reason = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
@@ -102,10 +106,16 @@ class EvaluationJob(models.Model):
     # The shapes this job covers, fixed when it is created (the deployment's shape filter
     # may change later); its submission is scored over these shapes only.
     shape_ids = models.JSONField(default=list, blank=True)
+    # The release's hidden shapes this job covers too (ranked submissions only), run after
+    # the public ones; shapes_total counts both, a team is shown only how many are hidden.
+    hidden_shape_ids = models.JSONField(default=list, blank=True)
     # Sent to eval.<hardware>.low: a baseline's job or an admin's re-run, which GPU workers
     # take only while no team job waits (evaluation/protocol.py)
     low_priority = models.BooleanField(default=False)
     error = models.TextField(blank=True)
+    # A failure's reason where it may tell of a hidden shape (submissions/jobs.py
+    # `hidden_failure`): for the admins; the team reads `error`, which says only that.
+    hidden_error = models.TextField(blank=True)
     infrastructure_failure = models.BooleanField(default=False,
                                                  help_text="Not counted against quotas.")
     evaluator_version = models.CharField(max_length=30, blank=True)
@@ -119,6 +129,14 @@ class EvaluationJob(models.Model):
 
     def __str__(self) -> str:
         return f"job {self.pk} ({self.status})"
+
+
+class PublicTierResults(models.Manager["ShapeResult"]):
+    """Results of public shapes only: ShapeResult's default manager, and so `job.results`.
+    Scoring and the job life cycle read every tier (`ShapeResult.every_tier`)."""
+
+    def get_queryset(self) -> models.QuerySet[ShapeResult]:
+        return super().get_queryset().filter(shape__hidden=False)
 
 
 class ShapeResult(models.Model):
@@ -153,6 +171,9 @@ class ShapeResult(models.Model):
     suspicious = models.BooleanField(default=False)
     raw = models.JSONField(help_text="the harness's ShapeResult, schema atrex.evaluation-result/2 "
                                      "(results stored before 2026-12-02: /1)")
+
+    objects = PublicTierResults()
+    every_tier = models.Manager()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "attempt", "shape"],

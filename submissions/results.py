@@ -20,13 +20,13 @@ from submissions.sol import shape_scores
 def store_shape(job: EvaluationJob, raw: dict[str, Any]) -> None:
     """Store (or replace) one shape's result of the job's current attempt."""
     operator = job.candidate.operator
-    shape = Shape.objects.filter(operator=operator, shape_id=raw.get("shape_id")).first()
-    if shape is None:
-        return  # a shape this operator does not have: ignore rather than trust it
+    shape = Shape.every_tier.filter(operator=operator, shape_id=raw.get("shape_id")).first()
+    if shape is None or (shape.hidden and shape.shape_id not in job.hidden_shape_ids):
+        return  # a shape this job does not cover: ignore rather than trust it
     timing = raw.get("timing") or {}
     adoption = raw.get("adoption") or {}
     roofline = _roofline(job, shape.shape_id, raw, timing)
-    ShapeResult.objects.update_or_create(
+    ShapeResult.every_tier.update_or_create(
         job=job, attempt=job.attempts, shape=shape,
         defaults={
             "status": raw.get("status", "failed"),

@@ -63,7 +63,7 @@ def submission_detail(submission: Submission, *, admin: bool) -> dict[str, Any]:
                                 **_fallback_evidence(adoption)})
     tallies = [JobTally(status=job.status, mode=job.mode,
                         infrastructure_failure=job.infrastructure_failure,
-                        shapes=job.shapes_total, evaluated=len(results[job.pk]),
+                        shapes=public_shapes_total(job), evaluated=len(results[job.pk]),
                         correct=sum(r["status"] == "passed" for r in results[job.pk]),
                         native=sum(r["status"] == "passed" and r["verdict"] == "native"
                                    for r in results[job.pk]))
@@ -78,9 +78,31 @@ def submission_detail(submission: Submission, *, admin: bool) -> dict[str, Any]:
         "mode": submission.mode,
         "status": submission_status(jobs),
         "outcome": submission_outcome(tallies, check=submission.is_check),
-        "jobs": [job_detail(job, results[job.pk], queue.get(job.pk))
-                 for queue in [queue_places(jobs, submission.hardware_id)] for job in jobs],
+        "jobs": [job_detail(job, results[job.pk], queue.get(job.pk), hidden.get(job.pk))
+                 for queue in [queue_places(jobs, submission.hardware_id)]
+                 for hidden in [hidden_tallies(jobs)] for job in jobs],
     }
+
+
+def public_shapes_total(job: EvaluationJob) -> int:
+    """The public shapes a job covers (its shapes_total counts the hidden ones too)."""
+    return job.shapes_total - len(job.hidden_shape_ids or ())
+
+
+def hidden_tallies(jobs: Sequence[EvaluationJob]) -> dict[int, dict[str, int]]:
+    """Per job with hidden shapes, all a team learns of them: how many, how many reported,
+    how many passed (never which, nor anything a result of one holds)."""
+    counted = {job.pk: {"shapes": len(job.hidden_shape_ids), "evaluated": 0, "passed": 0}
+               for job in jobs if job.hidden_shape_ids}
+    for job_id, status, n in (ShapeResult.every_tier
+                              .filter(job__in=list(counted), attempt=F("job__attempts"),
+                                      shape__hidden=True)
+                              .values("job_id", "status").annotate(n=Count("id"))
+                              .values_list("job_id", "status", "n")):
+        counted[job_id]["evaluated"] += n
+        if status == "passed":
+            counted[job_id]["passed"] += n
+    return counted
 
 
 RECENT_JOBS = 20  # finished jobs whose median duration estimates a wait
@@ -131,7 +153,8 @@ def queue_places(jobs: Sequence[EvaluationJob], hardware_id: int) -> dict[int, d
 # The score's fields a submission's page and API show (of leaderboard.scoring.SCORE_FIELDS).
 ACTIVE_SCORE_FIELDS = ("ranked", "complete", "unevaluated_shapes", "lost_jobs", "aggregate",
                 "unweighted_mean", "memory", "compute", "prefill", "decode", "correctness_rate",
-                "dsl_adoption_rate", "by_operator", "intervals")
+                "dsl_adoption_rate", "by_operator", "intervals", "hidden_by_operator",
+                "not_generalising", "generalisation", "excluded")
 
 
 def active_score(submission: Submission) -> dict[str, Any] | None:
@@ -232,7 +255,8 @@ def submission_outcome(jobs: Sequence[JobTally], *, check: bool = False) -> dict
 
 def submission_outcomes(submission_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
     """`submission_outcome` of many submissions (a team's list) in one query."""
-    latest = Q(results__attempt=F("attempts"))
+    # a join ignores ShapeResult's default manager: public results are asked for here
+    latest = Q(results__attempt=F("attempts"), results__shape__hidden=False)
     tallies: dict[int, list[JobTally]] = {pk: [] for pk in submission_ids}
     checks = set(Submission.objects.filter(pk__in=list(tallies), mode=Submission.Mode.CHECK)
                  .values_list("pk", flat=True))
@@ -243,8 +267,11 @@ def submission_outcomes(submission_ids: Iterable[int]) -> dict[int, dict[str, An
                       native=Count("results", filter=latest & Q(results__status="passed",
                                                                 results__verdict="native")))
             .values_list("candidate__submission_id", "status", "mode", "infrastructure_failure",
-                         "shapes_total", "evaluated", "correct", "native")):
-        tallies[submission_id].append(JobTally(*tally))
+                         "shapes_total", "hidden_shape_ids", "evaluated", "correct", "native")):
+        status, mode, infrastructure, total, hidden, evaluated, correct, native = tally
+        tallies[submission_id].append(JobTally(status, mode, infrastructure,
+                                               total - len(hidden or ()), evaluated, correct,
+                                               native))
     return {pk: submission_outcome(jobs, check=pk in checks) for pk, jobs in tallies.items()}
 
 
@@ -258,9 +285,11 @@ def submission_status(jobs: Any) -> str:
 
 
 def job_detail(job: EvaluationJob, results: list[dict[str, Any]],
-               queue: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A job and its results (those of its latest attempt, in shape order); a queued job
-    with its place in the queue (`queue_places`)."""
+               queue: dict[str, Any] | None = None,
+               hidden: dict[str, int] | None = None) -> dict[str, Any]:
+    """A job and its results (those of its latest attempt, in shape order, public shapes
+    only); a queued job with its place in the queue (`queue_places`); the counts of its
+    hidden shapes (`hidden_tallies`)."""
     return {
         "id": job.pk, "operator": job.candidate.operator.name, "dsl": job.candidate.dsl,
         "status": job.status,
@@ -270,6 +299,7 @@ def job_detail(job: EvaluationJob, results: list[dict[str, Any]],
         "heartbeat_at": job.heartbeat_at.isoformat() if job.heartbeat_at else None,
         "queue": queue,
         "results": results,
+        "hidden_shapes": hidden,
     }
 
 
@@ -279,7 +309,7 @@ def quarantined_results(*, include_reviewed: bool = False) -> list[dict[str, Any
     Reviewed results are found through the audit log's "result.accept"/"result.reject"
     entries, so the page can show what was decided, by whom and when.
     """
-    results = (ShapeResult.objects.filter(suspicious=True)
+    results = (ShapeResult.every_tier.filter(suspicious=True)  # admins review every tier
                .select_related("shape__operator__release", "job__candidate__submission__team",
                                "job__candidate__submission__hardware")
                .order_by("-pk"))
@@ -288,7 +318,7 @@ def quarantined_results(*, include_reviewed: bool = False) -> list[dict[str, Any
         reviewed = {int(e.target.split(":")[1]): e for e in
                     AuditEntry.objects.filter(action__in=("result.accept", "result.reject"))
                     .select_related("actor")}
-        for result in ShapeResult.objects.filter(pk__in=list(reviewed)).select_related(
+        for result in ShapeResult.every_tier.filter(pk__in=list(reviewed)).select_related(
                 "shape__operator__release", "job__candidate__submission__team",
                 "job__candidate__submission__hardware"):
             entry = reviewed[result.pk]

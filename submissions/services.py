@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from evaluation.baselines import baseline_source
 from evaluation.catalog.models import HardwareProfile, Release
-from evaluation.catalog.selectors import evaluated_shape_ids
+from evaluation.catalog.selectors import evaluated_hidden_shape_ids, evaluated_shape_ids
 from portal.accounts.models import Team, signed_in
 from portal.audit.models import audit
 from portal.errors import DomainError
@@ -143,11 +143,33 @@ def submission_create(*, team: Team, user: object | None, release: Release,
             candidate = Candidate.objects.create(
                 submission=submission, operator=operators[name], source=source,
                 sha256=hashlib.sha256(source.encode()).hexdigest(), dsl=dsls[name])
-            job = EvaluationJob.objects.create(candidate=candidate, shapes_total=len(shapes),
-                                               shape_ids=shapes)
+            # a check is the team's own look: the hidden tier is for what gets ranked
+            hidden = [] if mode == MODE_CHECK else evaluated_hidden_shape_ids(operators[name])
+            job = EvaluationJob.objects.create(
+                candidate=candidate, shapes_total=len(shapes) + len(hidden), shape_ids=shapes,
+                hidden_shape_ids=hidden)
             job_ids.append(job.pk)
         transaction.on_commit(lambda: dispatch_all(job_ids))
     return submission
+
+
+def submission_set_ranking_excluded(*, submission: Submission, excluded: bool, reason: str,
+                                    actor: object) -> None:
+    """An admin takes a submission off the boards' ranks (a candidate that does not
+    generalise to the hidden shapes, say), or puts it back; audited, then rescored. It
+    stays on the boards, badged with the reason."""
+    with transaction.atomic():
+        locked = Submission.objects.select_for_update().get(pk=submission.pk)
+        before = {"excluded": locked.ranking_excluded, "reason": locked.ranking_excluded_reason}
+        locked.ranking_excluded = excluded
+        locked.ranking_excluded_reason = reason[:300] if excluded else ""
+        locked.save(update_fields=["ranking_excluded", "ranking_excluded_reason"])
+        audit(actor=actor, action="submission.exclude" if excluded else "submission.include",
+              target=f"submission:{locked.pk}", before=before,
+              after={"excluded": excluded, "reason": locked.ranking_excluded_reason})
+        rescore_on_commit(locked.pk)
+    submission.ranking_excluded = excluded
+    submission.ranking_excluded_reason = locked.ranking_excluded_reason
 
 
 def declared_dsls(declared: str, operators: Sequence[str], release: Release) -> dict[str, str]:
@@ -271,8 +293,10 @@ def baseline_submissions_create(*, release: Release, hardware: HardwareProfile,
                 candidate = Candidate.objects.create(
                     submission=submission, operator=operator, source=source,
                     sha256=hashlib.sha256(source.encode()).hexdigest())
+                hidden = evaluated_hidden_shape_ids(operator, shape_filter)
                 job_ids.append(EvaluationJob.objects.create(
-                    candidate=candidate, shapes_total=len(shapes), shape_ids=shapes).pk)
+                    candidate=candidate, shapes_total=len(shapes) + len(hidden),
+                    shape_ids=shapes, hidden_shape_ids=hidden).pk)
             transaction.on_commit(functools.partial(dispatch_all, job_ids))
             created.append(submission)
         audit(actor=actor, action="baselines.create", target=f"release:{release}/{hardware}",

@@ -39,7 +39,7 @@ def shape_results_rescale(*, hardware: HardwareProfile) -> Rescaled:
     when the profile lacks a precision path a stored roofline needs.
     """
     spec = hardware.as_spec()
-    rows = list(ShapeResult.objects.filter(job__candidate__submission__hardware=hardware)
+    rows = list(ShapeResult.every_tier.filter(job__candidate__submission__hardware=hardware)
                 .values_list("pk", "shape_id", "job__candidate__submission_id", "status",
                              "median_s", "raw__timing__measured", *RESCALED_FIELDS))
     sol = _sol_by_shape({row[1] for row in rows}, spec)
@@ -51,7 +51,7 @@ def shape_results_rescale(*, hardware: HardwareProfile) -> Rescaled:
             values["suspicious"] = False
         if tuple(values[f] for f in RESCALED_FIELDS) != tuple(stored):
             changed.append(ShapeResult(pk=pk, **values))
-    ShapeResult.objects.bulk_update(changed, RESCALED_FIELDS, batch_size=2000)
+    ShapeResult.every_tier.bulk_update(changed, RESCALED_FIELDS, batch_size=2000)
     return Rescaled(results=len(rows), changed=len(changed), submissions={row[2] for row in rows})
 
 
@@ -75,7 +75,7 @@ def shape_scores(sol_s: float | None, status: str, median_s: float | None, measu
 
 def _sol_by_shape(shape_pks: set[int], spec: HardwareSpec) -> dict[int, float]:
     """SOL per shape (primary key) on `spec`, each roofline.json read once."""
-    shapes = list(Shape.objects.filter(pk__in=shape_pks)
+    shapes = list(Shape.every_tier.filter(pk__in=shape_pks)
                   .values_list("pk", "shape_id", "operator_id"))
     rooflines = dict(OperatorHidden.objects.filter(operator_id__in={s[2] for s in shapes})
                      .values_list("operator_id", "roofline"))

@@ -207,7 +207,7 @@ def quarantine_page(request: HttpRequest) -> HttpResponse:
     (audited; the submission is rescored and ranked again once none is left)."""
     if request.method == "POST":
         review = form_or_400(ResultReviewForm(request.POST))
-        result = get_object_or_404(ShapeResult.objects.select_related("job__candidate"),
+        result = get_object_or_404(ShapeResult.every_tier.select_related("job__candidate"),
                                    pk=review["result"], suspicious=True)
         shape_result_review(result=result, accept=review["decision"] == "accept",
                             actor=request.user)

@@ -24,7 +24,6 @@ from evaluation.catalog.models import (
 )
 from evaluation.harness.release import (
     DTYPE_TO_PEAK_PATH,
-    HIDDEN_SHAPES_FILE,
     PEAK_PATH_UNIT,
     ReleaseError,
     load_release,
@@ -47,6 +46,7 @@ class ImportSummary:
     # Per stored profile, how the release's configs/hardware YAML differs from it: reported,
     # never applied (a profile changes only by an admin's new version).
     hardware_differences: dict[str, list[str]] = field(default_factory=dict)
+    hidden_shapes: int = 0  # the hidden tier (not counted in `shapes`)
 
 
 def release_content_sha256(root: Path) -> str:
@@ -62,13 +62,6 @@ def release_content_sha256(root: Path) -> str:
 def release_import(*, path: Path, name: str | None = None) -> ImportSummary:
     """Load, validate and store a release; importing the same content again changes nothing."""
     loaded = load_release(path)  # raises ReleaseError before anything is written
-    if loaded.hidden_shape_count:
-        # The portal does not evaluate, score or guard a hidden tier yet: storing one would
-        # leave shapes the admin believes ranked and secret neither.
-        hidden_in = next(op for op in loaded.operators.values() if op.hidden_shapes)
-        raise ReleaseError(f"data/{hidden_in.name}/{HIDDEN_SHAPES_FILE}", "",
-                           f"a hidden shape tier ({loaded.hidden_shape_count} shapes) is not "
-                           "supported by this portal yet; import the release without it")
     name = name or loaded.name
     content = release_content_sha256(loaded.root)
     profiles, differences = [], {}
@@ -83,7 +76,8 @@ def release_import(*, path: Path, name: str | None = None) -> ImportSummary:
     if existing is not None:
         return ImportSummary(existing, False, existing.operators.count(),
                              Shape.objects.filter(operator__release=existing).count(), hardware,
-                             list(loaded.warnings), differences)
+                             list(loaded.warnings), differences,
+                             hidden_shapes=loaded.hidden_shape_count)
     version = (Release.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0) + 1
     release = Release.objects.create(
         name=name, version=version, content_sha256=content, dsl=loaded.settings.dsl,
@@ -104,13 +98,15 @@ def release_import(*, path: Path, name: str | None = None) -> ImportSummary:
             operator=operator, metadata=op.metadata.raw if op.metadata else None,
             roofline=_read_json_text(directory / "roofline.json"),
             atol=op.tolerance.atol, rtol=op.tolerance.rtol)
-        Shape.objects.bulk_create(
+        tiers = [(s, False) for s in op.public.shapes] + [(s, True) for s in op.hidden_shapes]
+        Shape.every_tier.bulk_create(
             Shape(operator=operator, shape_id=s.id, init_kwargs=dict(s.init_kwargs),
-                  input_kwargs=dict(s.input_kwargs), position=i)
-            for i, s in enumerate(op.public.shapes))
+                  input_kwargs=dict(s.input_kwargs), position=i, hidden=hidden)
+            for i, (s, hidden) in enumerate(tiers))
         shapes += len(op.public.shapes)
     return ImportSummary(release, True, len(loaded.operators), shapes, hardware,
-                         list(loaded.warnings), differences)
+                         list(loaded.warnings), differences,
+                         hidden_shapes=loaded.hidden_shape_count)
 
 
 class HardwareProfileError(DomainError):

@@ -83,6 +83,9 @@ class Release(models.Model):
     fallback_scores_zero = models.BooleanField(
         default=True, help_text="Scoring policy: a correct but fallback shape (PyTorch, vendor "
         "library, torch.compile) scores 0. Off: it scores its attainment.")
+    generalisation_factor = models.FloatField(
+        default=2.0, help_text="An operator's candidate 'does not generalise' when its S_op on "
+        "the hidden shapes is below its public S_op divided by this factor.")
     imported_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -139,12 +142,28 @@ class OperatorHidden(models.Model):
         return stored_shape_roofline(self.roofline, shape_id)
 
 
+class PublicShapes(models.Manager["Shape"]):
+    """The shapes teams may see. It is Shape's default manager, and so `operator.shapes`:
+    a page, an API view or an export that forgets to ask for public shapes gets them anyway.
+    Code that must see the hidden tier (jobs, results, scoring) says so: `Shape.every_tier`.
+    """
+
+    def get_queryset(self) -> models.QuerySet[Shape]:
+        return super().get_queryset().filter(hidden=False)
+
+
 class Shape(models.Model):
     operator = models.ForeignKey(Operator, on_delete=models.CASCADE, related_name="shapes")
     shape_id = models.CharField(max_length=200)
     init_kwargs = models.JSONField(default=dict)
     input_kwargs = models.JSONField(default=dict)
     position = models.PositiveIntegerField()
+    # The release's hidden tier (data/<op>/hidden_shapes.json): evaluated for every ranked
+    # submission, never shown to a team (docs/admins.md, "The hidden shape tier").
+    hidden = models.BooleanField(default=False)
+
+    objects = PublicShapes()
+    every_tier = models.Manager()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["operator", "shape_id"], name="shape_id")]

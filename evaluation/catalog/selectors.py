@@ -1,17 +1,19 @@
-"""Reads of the public catalog. Nothing here touches the hidden tables."""
+"""Reads of the public catalog. Nothing here touches the hidden tables; the hidden shape
+tier is read only by the two functions that say so (jobs and scoring need it)."""
 
 from __future__ import annotations
 
 import fnmatch
 import io
 import zipfile
+from collections.abc import Iterable
 from typing import TypedDict
 
 from django.conf import settings
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django_stubs_ext import WithAnnotations
 
-from evaluation.catalog.models import Operator, Release
+from evaluation.catalog.models import Operator, Release, Shape
 
 # The dev tier: tiny shapes a release carries for CPU checks (Triton's interpreter). They are
 # never part of the scored tier, which is what GPU deployments evaluate and boards count.
@@ -19,9 +21,11 @@ DEV_TIER = "dev-*"
 
 
 def releases_public() -> QuerySet[Release]:
-    return Release.objects.annotate(operator_count=Count("operators", distinct=True),
-                                     shape_count=Count("operators__shapes")).order_by("name",
-                                                                                      "-version")
+    # a join ignores Shape's default manager: the count says "public" itself
+    return Release.objects.annotate(
+        operator_count=Count("operators", distinct=True),
+        shape_count=Count("operators__shapes", filter=Q(operators__shapes__hidden=False))
+    ).order_by("name", "-version")
 
 
 class ShapeCount(TypedDict):
@@ -31,7 +35,8 @@ class ShapeCount(TypedDict):
 def operators_public(release: Release) -> QuerySet[WithAnnotations[Operator, ShapeCount]]:
     return (release.operators.only("id", "name", "release_id", "reference_py", "input_py",
                                    "shapes_json")
-            .annotate(shape_count=Count("shapes")).order_by("name"))
+            .annotate(shape_count=Count("shapes", filter=Q(shapes__hidden=False)))
+            .order_by("name"))
 
 
 def public_files(operator: Operator) -> dict[str, str]:
@@ -51,13 +56,36 @@ def bundle_zip(release: Release, operator: Operator | None = None) -> bytes:
 
 
 def evaluated_shape_ids(operator: Operator, shape_filter: str | None = None) -> list[str]:
-    """The operator's shapes a job evaluates here, in release order.
+    """The operator's public shapes a job evaluates here, in release order.
 
     `shape_filter` (default: the ATREX_SHAPE_FILTER setting) is a glob over shape ids; empty
     means the scored tier, every shape but the dev tier.
     """
+    return _filtered(operator.shapes.order_by("position").values_list("shape_id", flat=True),
+                     shape_filter)
+
+
+def evaluated_hidden_shape_ids(operator: Operator, shape_filter: str | None = None) -> list[str]:
+    """The operator's hidden shapes a ranked submission's job evaluates here (the same
+    filter). For jobs and scoring only: never for a page, an API response or an export."""
+    return _filtered(Shape.every_tier.filter(operator=operator, hidden=True)
+                     .order_by("position").values_list("shape_id", flat=True), shape_filter)
+
+
+def _filtered(ids: Iterable[str], shape_filter: str | None) -> list[str]:
     pattern = settings.ATREX_SHAPE_FILTER if shape_filter is None else shape_filter
-    ids = list(operator.shapes.order_by("position").values_list("shape_id", flat=True))
     if not pattern:
         return [i for i in ids if not fnmatch.fnmatchcase(i, DEV_TIER)]
     return [i for i in ids if fnmatch.fnmatchcase(i, pattern)]
+
+
+def hidden_shape_counts(release: Release) -> dict[str, int]:
+    """How many hidden shapes of each operator of the release a ranked job evaluates here:
+    all a page tells of them."""
+    ids: dict[str, list[str]] = {}
+    for operator, shape_id in (Shape.every_tier.filter(operator__release=release, hidden=True)
+                               .order_by("position")
+                               .values_list("operator__name", "shape_id")):
+        ids.setdefault(operator, []).append(shape_id)
+    counted = {operator: len(_filtered(shapes, None)) for operator, shapes in ids.items()}
+    return {operator: n for operator, n in counted.items() if n}

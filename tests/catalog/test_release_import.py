@@ -14,6 +14,7 @@ from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, Operator, OperatorHidden, Release, Shape
 from evaluation.harness.release import ReleaseError
 from tests.conftest import FIXTURE_RELEASE
+from tests.hidden_tier import hidden_tier_release
 
 pytestmark = pytest.mark.django_db
 
@@ -76,18 +77,13 @@ def test_the_command_prints_a_summary_and_reports_errors(capsys: pytest.CaptureF
         call_command("import_release", str(tmp_path))
 
 
-def test_a_release_with_a_hidden_tier_is_refused_until_the_portal_guards_one(
-        tmp_path: Path) -> None:
-    """The loader reads hidden_shapes.json; the portal neither evaluates nor hides such shapes
-    yet, so it stores nothing rather than shapes it would show or leave unranked."""
-    target = tmp_path / "release"
-    shutil.copytree(FIXTURE_RELEASE, target)
-    directory = target / "data" / "rms_norm"
-    template_id, template = next(iter(json.loads((directory / "shapes.json").read_text()).items()))
-    (directory / "hidden_shapes.json").write_text(json.dumps({"hidden-a": template}))
-    roofline = json.loads((directory / "roofline.json").read_text())
-    roofline["shapes"]["hidden-a"] = roofline["shapes"][template_id]
-    (directory / "roofline.json").write_text(json.dumps(roofline))
-    with pytest.raises(ReleaseError, match="hidden shape tier \\(1 shapes\\) is not supported"):
-        release_import(path=target)
-    assert Release.objects.count() == 0 and Shape.objects.count() == 0
+def test_a_release_with_a_hidden_tier_is_imported_with_it_counted_apart(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The hidden shapes are stored (every tier) and counted apart: the public count is the
+    one a page shows; importing the same content again changes nothing."""
+    target = hidden_tier_release(tmp_path)
+    call_command("import_release", str(target))
+    assert "6 operators, 45 shapes (+2 hidden)" in capsys.readouterr().out
+    assert Shape.objects.count() == 45 and Shape.every_tier.count() == 47
+    again = release_import(path=target)
+    assert not again.created and again.shapes == 45 and again.hidden_shapes == 2

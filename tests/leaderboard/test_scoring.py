@@ -14,6 +14,7 @@ from leaderboard.scoring import (
     combine,
     normalise_weights,
     operator_score,
+    operators_not_generalising,
     score_submission,
     shape_score,
     solve_rate,
@@ -138,3 +139,40 @@ def test_a_stored_summary_gives_the_same_scores_under_any_weights() -> None:
         assert combine(stored, weights) == score_submission(outcomes, weights)
     lenient = summarise(outcomes, ScoringPolicy(fallback_scores_zero=False))
     assert lenient.by_operator["norm"] == pytest.approx(0.7)  # median of 0.5, 0.9, 0.7
+
+
+def test_hidden_shapes_score_apart_and_flag_a_candidate_that_does_not_generalise() -> None:
+    def outcome(shape_id: str, attainment: float, *, hidden: bool = False,
+                verdict: str = "native", floor: float = 0.9) -> ShapeOutcome:
+        return ShapeOutcome(operator="op", shape_id=shape_id, correct=True, verdict=verdict,
+                            attainment=attainment, hidden=hidden, attainment_se=0.0,
+                            attainment_with_floor=floor)
+
+    public = [outcome("a", 0.4), outcome("b", 0.6), outcome("c", 0.5)]
+    # the hidden shapes: one launch-bound (a low attainment, a_floor at its best), one fallback
+    summary = summarise([*public, outcome("h1", 0.9, hidden=True, floor=0.95),
+                         outcome("h2", 0.3, hidden=True, verdict="fallback-torch")])
+    assert summary.by_operator == {"op": 0.5}  # the hidden shapes do not move the ranked S_op
+    assert summary.shapes == 3 and summary.hidden_shapes == 2 and summary.hidden_correct == 2
+    assert summary.hidden_by_operator == {"op": pytest.approx(0.45)}  # median of 0.9 and 0 (fallback)
+    assert SubmissionSummary.from_json(json.loads(json.dumps(summary.as_json()))) == summary
+    score = combine(summary, {"op": 1.0})
+    assert score.hidden_by_operator == {"op": pytest.approx(0.45)}
+    # the flag compares medians of a_floor: public 0.9, hidden median(0.95, 0) = 0.475
+    assert score.generalisation == {"op": {"public": 0.9, "hidden": pytest.approx(0.475)}}
+    assert score.not_generalising == [] and score.aggregate == 0.5
+    assert combine(summary, {"op": 1.0}, generalisation_factor=1.8).not_generalising == ["op"]
+    # a decode-heavy hidden tier of an honest kernel: low attainment, a_floor as in public
+    launch_bound = summarise([*public, outcome("h3", 0.05, hidden=True),
+                              outcome("h4", 0.04, hidden=True)])
+    assert launch_bound.hidden_by_operator["op"] < 0.5 / 2  # plain S_op would flag it
+    assert combine(launch_bound, {"op": 1.0}).not_generalising == []
+    assert combine(summary, {"op": 1.0}, excluded=True).excluded is True
+    # the threshold: below public / factor, exactly; nothing to flag where public is 0 or unknown
+    assert operators_not_generalising({"x": 0.4}, {"x": 0.2}, 2.0) == []
+    assert operators_not_generalising({"x": 0.4}, {"x": 0.19}, 2.0) == ["x"]
+    assert operators_not_generalising({"x": 0.0, "y": None}, {"x": 0.0, "y": 0.0}, 2.0) == []
+    # a quarantined hidden shape quarantines the submission, as any shape does
+    suspicious = ShapeOutcome(operator="op", shape_id="h3", correct=True, verdict="native",
+                              attainment=1.4, hidden=True, suspicious=True)
+    assert summarise([*public, suspicious]).ranked is False

@@ -3,9 +3,12 @@ the owning team, another team and an anonymous visitor can reach from the portal
 doors, links and API URLs followed, bundles unpacked.
 
 What is hidden (shared/BENCHMARK-FORMAT.md): metadata.json (provenance, production timings)
-and roofline.json (semantic work and traffic per shape). Derived figures (SOL, attainment)
-are public; the files' own words and keys are not. The portal's boards hold the fixture's
-recorded H200 results (leaderboard/demo.py), so every kind of page has rows to show.
+and roofline.json (semantic work and traffic per shape), and the release's hidden shape tier
+(hidden_shapes.json: ids, calls, and what a candidate's error on one could print). Derived
+figures (SOL, attainment) are public; the files' own words and keys are not. The portal's
+boards hold the fixture's recorded H200 results (leaderboard/demo.py), so every kind of page
+has rows to show, and the owning team has a submission whose jobs ran hidden shapes: one
+passed, one failed with an error naming it, and one job failed while a hidden shape ran.
 """
 
 from __future__ import annotations
@@ -15,18 +18,23 @@ import json
 import re
 import zipfile
 from collections import deque
+from pathlib import Path
 from typing import Any
+from unittest import mock
 from urllib.parse import urljoin, urlsplit
 
 import pytest
 from django.test import Client
 
 from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import HardwareProfile, Release
 from leaderboard.demo import load_recorded_results
-from leaderboard.services import weight_set_from_release
-from submissions.models import Submission
-from tests.conftest import FIXTURE_RELEASE
+from leaderboard.services import rescore_submission, weight_set_from_release
+from submissions.models import EvaluationJob, Submission
+from submissions.services import submission_create
+from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
+from tests.hidden_tier import HIDDEN_DEV, HIDDEN_WORDS, hidden_tier_release, report_job, shape_report
 
 pytestmark = pytest.mark.django_db
 
@@ -40,8 +48,8 @@ API_URL = re.compile(r'"(/api/[^"\s]+)"')
 
 def hidden_words() -> set[str]:
     """The fixture's hidden files' own words: metadata ids, provenance, shape descriptions and
-    origins, and the roofline files' keys."""
-    words = {"semantic_W_flops", "semantic_Q_bytes"}
+    origins, the roofline files' keys, and the hidden tier's ids and sizes."""
+    words = {"semantic_W_flops", "semantic_Q_bytes", *HIDDEN_WORDS}
     for directory in (FIXTURE_RELEASE / "data").iterdir():
         metadata = directory / "metadata.json"
         if not metadata.exists():
@@ -52,19 +60,46 @@ def hidden_words() -> set[str]:
         words |= {str(origin[k]) for k in ("module",) if origin.get(k)}
         for entry in (doc.get("shapes") or {}).values():
             words |= {str(entry[k]) for k in ("description", "origin_kernel") if entry.get(k)}
-    return {w for w in words if len(w) >= 8}
+    return {w for w in words if len(w) >= 6}
 
 
 @pytest.fixture
-def portal() -> dict[str, Any]:
-    release = release_import(path=FIXTURE_RELEASE).release
+def portal(tmp_path: Path, settings: Any) -> dict[str, Any]:
+    settings.ATREX_SHAPE_FILTER = "dev-*"  # the hidden tier's dev-sized shape is evaluated
+    release = release_import(path=hidden_tier_release(tmp_path)).release
     weight_set_from_release(release)
     load_recorded_results(release)
     owner = Submission.objects.filter(release=release).order_by("pk").first()
     assert owner is not None
-    return {"release": release.pk, "submission": owner.pk,
+    hidden = hidden_tier_submission(release, owner.team)
+    return {"release": release.pk, "submission": owner.pk, "hidden_submission": hidden,
             "member": member_of(owner.team, "owner-of-a-recorded-run"),
             "other": member_of(TeamFactory(name="Elsewhere"), "someone-else")}
+
+
+def hidden_tier_submission(release: Release, team: Any) -> int:
+    """The team's ranked rms_norm twice (jobs with the hidden tier): one passed its hidden
+    shape, one's candidate failed there with an error naming it and then its job failed."""
+    hardware = HardwareProfile.objects.get(name="H200")
+    source = (SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes()
+    ids = []
+    for failing in (False, True):
+        submission = submission_create(team=team, user=None, release=release,
+                                       hardware=hardware, filename="rms_norm.py", data=source)
+        job = submission.candidates.get().job
+        EvaluationJob.objects.filter(pk=job.pk).update(attempts=1)
+        job.refresh_from_db()
+        assert job.hidden_shape_ids == [HIDDEN_DEV]
+        hidden = shape_report(HIDDEN_DEV, error=f"RuntimeError: torch.Size([5, 328]) in "
+                              f"{HIDDEN_DEV}") if failing else shape_report(HIDDEN_DEV,
+                                                                            median_s=2e-6)
+        with mock.patch("submissions.jobs.current_app.send_task"):
+            report_job(job, [shape_report("dev-t4-h256", median_s=2e-6),
+                             shape_report("dev-t3-h200", median_s=2e-6), hidden],
+                       failed=f"died in {HIDDEN_DEV}" if failing else None)
+        rescore_submission(submission)
+        ids.append(submission.pk)
+    return ids[0]
 
 
 def crawl(client: Client, starts: list[str]) -> dict[str, bytes]:
@@ -111,7 +146,9 @@ def test_no_page_or_response_a_team_can_reach_holds_a_hidden_files_words(
               f"/submissions/{submission}/", f"/api/submissions/{submission}/",
               f"/api/submissions/{submission}/profile/", f"/api/submissions/{submission}/charts/",
               f"/api/releases/{release}/operators/", f"/api/releases/{release}/bundle/",
-              "/api/releases/", "/api/submissions/", "/team/", "/docs/"]
+              "/api/releases/", "/api/submissions/", "/team/", "/docs/",
+              f"/submissions/{portal['hidden_submission']}/",
+              f"/api/submissions/{portal['hidden_submission']}/"]
     pages = crawl(client, starts)
     reached = [url for url, body in pages.items() if body]
     assert len(reached) >= 25, reached  # the crawl got past the front doors
@@ -121,8 +158,12 @@ def test_no_page_or_response_a_team_can_reach_holds_a_hidden_files_words(
     if role == "member":  # the owner sees its own submission, its results and profile
         assert any(url.startswith(f"/submissions/{submission}/") for url in reached), reached
         assert f"/api/submissions/{submission}/profile/" in reached, reached
+        # and its hidden-tier submissions, whose pages say how many shapes are hidden
+        page = pages[f"/submissions/{portal['hidden_submission']}/"].decode()
+        assert "Hidden shapes: 1 of 1 evaluated, 1 passed" in page, page
+        assert sum(b"failed while it ran the release" in body for body in pages.values())
     words = hidden_words()
-    assert len(words) >= 10, words
+    assert len(words) >= 10 and set(HIDDEN_WORDS) <= words, words
     leaks = [f"{url}: {word!r}" for url, body in pages.items()
              for word in words if word.encode() in body]
     assert not leaks, "\n".join(leaks[:20])

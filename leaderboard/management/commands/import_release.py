@@ -32,7 +32,9 @@ class Command(BaseCommand):
             raise CommandError(f"release not imported: {exc}") from exc
         verb = "imported" if summary.created else "already imported, unchanged:"
         self.stdout.write(f"{verb} {summary.release} — {summary.operators} operators, "
-                          f"{summary.shapes} shapes, hardware: {', '.join(summary.hardware)}")
+                          f"{summary.shapes} shapes"
+                          f"{f' (+{summary.hidden_shapes} hidden)' if summary.hidden_shapes else ''}"
+                          f", hardware: {', '.join(summary.hardware)}")
         self.stdout.write(f"weights: v{weights.version} from the release "
                           f"({'active' if weights.active else 'inactive'})")
         heaviest = sorted(weights.weights.items(), key=lambda item: -item[1])

@@ -20,6 +20,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation.catalog.models import HardwareProfile, Release, Shape
+from evaluation.harness.release import HIDDEN_SHAPES_FILE
 from evaluation.harness.release_check import (
     DeviceCheck,
     OperatorCheck,
@@ -117,6 +118,12 @@ def write_release(release: Release, root: Path) -> None:
             (directory / "metadata.json").write_text(json.dumps(hidden.metadata))
         if hidden is not None and hidden.roofline is not None:
             (directory / "roofline.json").write_text(json.dumps(hidden.roofline))
+        tier = {shape.shape_id: {"init_kwargs": shape.init_kwargs,
+                                 "input_kwargs": shape.input_kwargs}
+                for shape in Shape.every_tier.filter(operator=op, hidden=True)
+                .order_by("position")}
+        if tier:  # the hidden shape tier, as imported
+            (directory / HIDDEN_SHAPES_FILE).write_text(json.dumps(tier))
     importance = getattr(release, "hidden", None)
     if importance is not None and importance.importance:
         (data / "operator_importance.json").write_text(json.dumps(
