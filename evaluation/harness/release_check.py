@@ -32,7 +32,14 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .compare import as_output_dict
-from .release import HardwareProfile, Operator, ReleaseError, ShapeSpec, load_release
+from .release import (
+    HIDDEN_SHAPES_FILE,
+    HardwareProfile,
+    Operator,
+    ReleaseError,
+    ShapeSpec,
+    load_release,
+)
 from .roofline import roofline_point
 
 DEV_PREFIX = "dev-"
@@ -106,8 +113,10 @@ def _check_operator(op: Operator, hardware: Mapping[str, HardwareProfile]) -> Op
         _check_sol(op, hardware, check)
     expected = _expected_outputs(op, check)
     meta_failures = 0
-    for shape in op.public.shapes:
-        label = f"{where}/shapes.json: {shape.id}"
+    tiers = [(s, "shapes.json") for s in op.public.shapes] + \
+        [(s, HIDDEN_SHAPES_FILE) for s in op.hidden_shapes]
+    for shape, file in tiers:
+        label = f"{where}/{file}: {shape.id}"
         try:
             with torch.device("meta"), OnMetaDevice():
                 keys = set(inputs_module._make_inputs(**shape.input_kwargs))

@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from evaluation.harness.release import (  # noqa: E402
     COMPUTE_OVERLAP_MAX,
+    HIDDEN_SHAPES_FILE,
     HardwareProfile,
     ShapeRoofline,
     load_hardware_dir,
@@ -159,6 +160,9 @@ def write_release_rooflines(release: Path,
         if model is None:
             raise SystemExit(f"no work model for operator {op_dir.name!r}")
         shapes = json.loads((op_dir / "shapes.json").read_text())
+        hidden = op_dir / HIDDEN_SHAPES_FILE
+        if hidden.exists():  # the hidden tier needs its W and Q as much as the public one
+            shapes.update(json.loads(hidden.read_text()))
         out = op_dir / "roofline.json"
         out.write_text(json.dumps(operator_roofline(shapes, model, peaks), indent=2) + "\n")
         written.append(out)

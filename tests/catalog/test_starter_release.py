@@ -20,6 +20,7 @@ from evaluation.harness.release import (
 )
 from evaluation.harness.roofline import roofline_point
 from evaluation.releases.make_fixture_roofline import write_release_rooflines
+from evaluation.releases.make_starter_hidden_shapes import write_hidden_shapes
 from evaluation.releases.make_starter_roofline import STARTER_RELEASE, WORK_MODELS
 from leaderboard.models import WeightSet
 
@@ -60,6 +61,25 @@ def test_the_roofline_files_are_what_the_derivation_script_writes(tmp_path: Path
                 json.loads((op / "roofline.json").read_text()), op.name
 
 
+def test_the_hidden_tier_is_what_its_script_writes_two_or_three_new_shapes_per_operator(
+        tmp_path: Path) -> None:
+    copy = tmp_path / "atrex-starter"
+    shutil.copytree(STARTER_RELEASE, copy)
+    write_hidden_shapes(copy)
+    release = load_release(STARTER_RELEASE)
+    for op in release.operators.values():
+        name = f"data/{op.name}/hidden_shapes.json"
+        assert json.loads((copy / name).read_text()) == \
+            json.loads((STARTER_RELEASE / name).read_text()), op.name
+        assert 2 <= len(op.hidden_shapes) <= 3, op.name
+        public = {s.id: s for s in op.public.shapes}
+        for hidden in op.hidden_shapes:
+            # a new call, not a public one under another name
+            assert all(dict(hidden.input_kwargs) != dict(s.input_kwargs)
+                       for s in public.values()), (op.name, hidden.id)
+    assert release.hidden_shape_count == 31
+
+
 def _each_unit_at_datasheet_peak_s(shape: ShapeRoofline, hardware: HardwareProfile) -> float:
     """The time of a kernel that does the shape's work on every unit at once, each at its
     datasheet peak: nothing can be faster, so the SOL must not exceed it."""
@@ -85,7 +105,7 @@ def test_the_starter_sol_is_a_lower_bound_on_every_shape_and_hardware_profile() 
                     where
                 assert shape.sol_ms[profile.name] == pytest.approx(bound * 1e3, rel=1e-12), where
                 checked += 1
-    assert checked == 4 * 214
+    assert checked == 4 * (214 + 31)  # the public shapes and the hidden tier
 
 
 @pytest.mark.django_db
