@@ -28,8 +28,9 @@
   H200 an honest Triton rms_norm scored 0.176 on the starter release's public shapes and
   0.090 on its hidden ones (two of three are decode shapes), a factor 1.96, a hair from the
   line; with the floor it scored 0.988 and 1.000, and the kernel that fell back to PyTorch
-  on every shape it had not seen 0.986 and 0 (benchmarks/results/h200-2026-12-03c/). The flag does not change a rank; an admin may exclude the
-  submission from ranking (`excluded`). A suspicious hidden shape quarantines like any.
+  on every shape it had not seen 0.986 and 0 (benchmarks/results/h200-2026-12-03c/). The
+  flag does not change a rank; an admin may exclude the submission from ranking
+  (`excluded`). A suspicious hidden shape quarantines like any.
 - Every S_op, S_agg and subset score carries a 95% interval, score +- 1.96 standard errors.
   A shape's attainment error comes from its timing samples (the bootstrap standard error of
   its median, evaluation/harness/confidence.py, times a / T); S_op's from drawing every
