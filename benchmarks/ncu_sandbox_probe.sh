@@ -9,6 +9,14 @@
 #   uid        ncu -- setpriv --reuid 60001 ... python      (a uid with no passwd entry)
 #   pid        ncu -- unshare --pid --fork --mount-proc -- python
 #   seccomp    ncu -- python with the sandbox's syscall filter installed first
+# ROUND=2: ncu itself inside the namespaces, the target under another uid:
+#   net-lo     unshare --net -- (loopback up) ncu -- python
+#   pid-in     unshare --pid --mount-proc -- ncu -- python
+#   uid-target ncu -- setpriv (uid 60001) python, its output shown
+#   all-in     unshare --mount --net --pid --mount-proc -- (private /tmp, /dev/shm, loopback
+#              up) ncu -- setpriv (uid 60001, no new privileges) python with the syscall filter
+# Round 1 on the H200 (2026-12-03): plain, mount and seccomp counted the kernel; net and pid
+# hung until the 120 s timeout (ncu outside, its target inside); uid ended with error code 6.
 set -u
 mkdir -p "$OUT"
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
@@ -30,11 +38,25 @@ printf 'import runpy, sys\nsys.path.insert(0, "%s")\nfrom evaluation.harness.sys
 NCUOPTS=(--clock-control none --nvtx --nvtx-include atrex_profiled/ --metrics gpu__time_duration.sum,dram__bytes_read.sum --csv --print-units base)
 run() {
   local name=$1; shift
-  timeout 120 "$NCU" "${NCUOPTS[@]}" --log-file "$OUT/$name.csv" "$@" > "$OUT/$name.out" 2>&1
-  local rc=$?
-  local rows; rows=$(grep -c gpu__time_duration "$OUT/$name.csv" 2>/dev/null)
-  echo "$name: rc=$rc, kernel rows in ncu's log: ${rows:-0}; target said: $(grep -o 'kernel ran' "$OUT/$name.out" | head -1); $(grep -m1 -i 'error\|warn' "$OUT/$name.out" "$OUT/$name.csv" 2>/dev/null | cut -c1-220)" | tee -a "$OUT/probe.txt"
+  timeout 90 "$NCU" "${NCUOPTS[@]}" --log-file "$L/$name.csv" "$@" > "$L/$name.out" 2>&1
+  report $name $?
 }
+report() {
+  local rows; rows=$(grep -c gpu__time_duration "$L/$1.csv" 2>/dev/null)
+  echo "$1: rc=$2, kernel rows in ncu's log: ${rows:-0}; target said: $(grep -o 'kernel ran' "$L/$1.out" | head -1)" | tee -a "$OUT/probe.txt"
+  [ "${rows:-0}" -gt 0 ] || { tail -4 "$L/$1.csv" "$L/$1.out" 2>/dev/null | cut -c1-300 >> "$OUT/probe.txt"; }
+}
+L=/var/tmp/atrex-ncu-probe; rm -rf $L; mkdir -p $L; chmod 777 $L
+LO="$PY -c 'import fcntl, socket, struct; s = socket.socket(); fcntl.ioctl(s, 0x8914, struct.pack(\"16sH22x\", b\"lo\", 0x1 | 0x40))'"
+if [ "${ROUND:-1}" = 2 ]; then
+  U=(env HOME=/var/tmp/probe-home USER=probe setpriv --reuid=60001 --regid=60001 --clear-groups --no-new-privs --)
+  mkdir -p /var/tmp/probe-home && chmod 777 /var/tmp/probe-home
+  timeout 90 unshare --net --fork -- /bin/sh -c "$LO && exec $NCU ${NCUOPTS[*]} --log-file $L/net-lo.csv $PY $K" > $L/net-lo.out 2>&1; report net-lo $?
+  timeout 90 unshare --pid --fork --mount-proc -- $NCU "${NCUOPTS[@]}" --log-file $L/pid-in.csv $PY $K > $L/pid-in.out 2>&1; report pid-in $?
+  run uid-target "${U[@]}" "$PY" $K
+  timeout 120 unshare --mount --net --pid --fork --mount-proc -- /bin/sh -c "mount -t tmpfs none /tmp && mount -t tmpfs none /dev/shm && $LO && exec $NCU ${NCUOPTS[*]} --log-file $L/all-in.csv ${U[*]} $PY $S" > $L/all-in.out 2>&1; report all-in $?
+  exit 0
+fi
 run plain "$PY" $K
 run net unshare --net --fork -- "$PY" $K
 run mount unshare --mount --fork -- /bin/sh -c "mount -t tmpfs none /tmp && mount -t tmpfs none /dev/shm && exec $PY $K"
