@@ -17,8 +17,8 @@ as its evaluation, the network namespace's loopback its only network. What the c
 do to ncu is what it can do to its own process: fake its own counters. A profile is never
 scored and only its own team sees it, and the parent (trusted) reads ncu's log only once the
 whole tree is dead, bounded in size, and parses it (ncu_profile.parse_report) as untrusted
-text. Needs, on the GPU host: ncu (Nsight Compute) under /usr (bound into the jail
-read-only), and profiling open to non-admin users (the driver's RmProfilingAdminOnly 0, as
+text. Needs, on the GPU host: ncu (Nsight Compute) under /usr or /opt/nvidia (bound into
+the jail read-only), and profiling open to non-admin users (the driver's RmProfilingAdminOnly 0, as
 on the lent H200; else ncu reports ERR_NVGPUCTRPERM).
 
 Imports no Django.
@@ -26,9 +26,11 @@ Imports no Django.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -66,6 +68,11 @@ def find_ncu() -> str | None:
     found = shutil.which("ncu") or next(
         (str(p) for p in sorted(Path("/usr/local").glob("cuda*/bin/ncu"))), None)
     return str(Path(found).resolve()) if found else None
+
+
+def nsight_compute_dirs() -> list[Path]:
+    """Nsight Compute's installs outside /usr (which the jail has already): /opt/nvidia's."""
+    return sorted(p for p in Path("/opt/nvidia").glob("nsight-compute*") if p.is_dir())
 
 
 _known: dict[str, list[str]] = {}
@@ -120,24 +127,37 @@ class _ProfiledChild(ChildProcess):
                    f"--regid={self.settings.child_gid}", "--clear-groups", "--no-new-privs",
                    "--", *python, "ncu", "--", *ncu_argv, "--log-file", str(log),
                    *python, "target"]
-        plan = _plan(self.settings, self.masked_paths, gpu=True)
+        # ncu's own files, read-only (its launcher under /usr finds them there, or in /opt)
+        plan = [*_plan(self.settings, self.masked_paths, gpu=True),
+                *(jail.Op("bind_ro", str(d), str(d)) for d in nsight_compute_dirs())]
         return "unset ATREX_JAIL_SCRIPT\n" + jail.script(paths, plan, payload)
 
     def run(self, timeout_s: float) -> tuple[int | None, str, str]:
         """Spawn, wait for the whole tree, return (exit code, ncu's log, stderr's tail)."""
         self._spawn()
         assert self._process is not None and self.workdir is not None
+        workdir = self.workdir  # cleaning up forgets it; the folder stays until close()
         try:
             code: int | None = self._process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             code = None
-        self._cleanup()  # every process of the tree is gone before the log is read
-        log = self.workdir / PROFILE_DIR / "ncu.csv"
+        # Every process of the tree is gone before the log is read: unshare ended (and with
+        # --kill-child took the namespace with it), or it is killed now.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._process.pid, signal.SIGKILL)
+        self._process.wait()
+        log = workdir / PROFILE_DIR / "ncu.csv"
         text = ""
         if log.is_file() and not log.is_symlink():
             with open(log, "rb") as handle:
                 text = handle.read(REPORT_MAX_BYTES).decode("utf-8", "replace")
-        return code, text, self.stderr_tail()
+        tails = self.stderr_tail() + self._stdout_tail()
+        self._cleanup()  # the work folder and the logs go
+        return code, text, tails
+
+    def _stdout_tail(self) -> str:
+        path = self._private / "stdout.log"
+        return path.read_text(errors="replace")[-2000:] if path.is_file() else ""
 
     def close(self) -> None:
         self._cleanup()

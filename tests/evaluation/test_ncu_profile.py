@@ -4,12 +4,17 @@ fallback, and a tensor-core Triton GEMM."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from evaluation.harness import ncu_profile
+from evaluation.harness import jail, ncu_profile, ncu_sandbox
 from evaluation.harness.ncu_profile import ReportUnreadable, clocks_seen, parse_report
+from evaluation.harness.ncu_sandbox import _ProfiledChild, profile_shape
+from evaluation.harness.release import load_release
+from evaluation.harness.sandbox import SandboxSettings, planned_isolation
+from tests.conftest import FIXTURE_RELEASE as FIXTURE
 
 RECORDED = Path(__file__).parent / "data" / "ncu"
 HBM_PEAK = 4.8e12  # evaluation/hardware/H200.yaml
@@ -73,3 +78,42 @@ def test_the_command_leaves_the_clocks_alone_and_asks_only_for_known_metrics() -
     assert line[line.index("--clock-control") + 1] == "none"
     assert line[line.index("--metrics") + 1] == "gpu__time_duration.sum,dram__bytes_read.sum"
     assert line[-2:] == ["python3", "x.py"]
+
+
+@pytest.mark.skipif(not planned_isolation(SandboxSettings(), ()).private_root,
+                    reason="the sandbox's private root needs root and unshare")
+def test_a_profile_runs_ncu_inside_the_candidates_jail_after_every_wall(tmp_path: Path) -> None:
+    """The order that worked on the H200 (ncu_sandbox.py): root brings the namespace's loopback
+    up, setpriv drops to the sandbox uid, the syscall filter goes on, then ncu, writing its
+    log where the parent reads it, then the target; the work folder holds the public files,
+    the candidate and the one shape, nothing else."""
+    operator = load_release(FIXTURE).operator("rms_norm").public
+    shape = operator.shape("dev-t4-h256")
+    settings = SandboxSettings(workdir_base=tmp_path)
+    child = _ProfiledChild(operator=operator, candidate_source="# the candidate\n", shape=shape,
+                           ncu_argv=["/usr/local/cuda/bin/ncu", "--clock-control", "none"],
+                           settings=settings, dsl="triton")
+    try:
+        child._make_workdir()
+        assert child.workdir is not None
+        assert sorted(p.name for p in child.workdir.iterdir()) == [
+            "candidate.py", "home", "operator", "profile", "shape.json", "tmp"]
+        assert json.loads((child.workdir / "shape.json").read_text()) == {
+            "init_kwargs": dict(shape.init_kwargs), "input_kwargs": dict(shape.input_kwargs)}
+        assert (child.workdir / "profile").stat().st_uid == settings.child_uid
+        script = child._jail_script()
+        order = [" up -- ", "/usr/bin/setpriv", f"--reuid={settings.child_uid}", "--no-new-privs",
+                 " ncu -- ", "/usr/local/cuda/bin/ncu", "--clock-control none", "--log-file",
+                 str(jail.WORK / "profile" / "ncu.csv"), " target"]
+        positions = [script.find(part) for part in order]
+        assert -1 not in positions and positions == sorted(positions), (order, positions)
+    finally:
+        child.close()
+
+
+def test_a_host_without_ncu_answers_a_profile_with_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ncu_sandbox, "find_ncu", lambda: None)
+    operator = load_release(FIXTURE).operator("rms_norm").public
+    profile = profile_shape(operator, "", operator.shape("dev-t4-h256"), dsl="triton",
+                            settings=SandboxSettings(), hbm_peak_bytes_per_s=None)
+    assert profile.kernels == [] and profile.error == "this GPU host has no ncu (Nsight Compute)"
