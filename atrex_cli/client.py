@@ -114,6 +114,10 @@ class Api:
                           {"file": upload})
         return _json(data, path)
 
+    def post_form(self, path: str, fields: dict[str, str]) -> Any:
+        """A team's form POST (application/x-www-form-urlencoded), its JSON answer."""
+        return _json(self._send("POST", self.url(path), self._headers(team=True), fields), path)
+
     def _headers(self, team: bool) -> dict[str, str]:
         headers = {"Accept": "application/json", "User-Agent": "atrex-cli"}
         if team:

@@ -122,6 +122,19 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("id", type=int)
     _wait_options(status)
 
+    profile = commands.add_parser(
+        "profile", parents=[common], help="a submission's profile; --ncu: hardware counters")
+    profile.add_argument("id", type=int)
+    profile.add_argument("--ncu", action="store_true",
+                         help="Nsight Compute counters per kernel: with --operator and --shape, "
+                              "ask for a profile of that shape (a few a day); else list them")
+    profile.add_argument("--operator")
+    profile.add_argument("--shape", help="a public shape id the submission was evaluated on")
+    profile.add_argument("--wait", action="store_true", help="wait for the requested profile")
+    profile.add_argument("--wait-timeout", type=float, default=600.0, metavar="S")
+    profile.add_argument("--interval", type=float, default=2.0)
+    profile.add_argument("--json", action="store_true", help="print the JSON")
+
     board = commands.add_parser("leaderboard", parents=[common], help="a board")
     board.add_argument("release", nargs="?", help="id, name or name@vN (default: the only one)")
     board.add_argument("--hardware", default="H200")
@@ -333,6 +346,58 @@ def cmd_status(args: argparse.Namespace, err: Console) -> int:
     detail = portal.submission(api, args.id)
     _report(api, detail, args.format)
     return outcome_exit_code(detail)
+
+
+def cmd_profile(args: argparse.Namespace, err: Console) -> int:
+    api = api_from_args(args)
+    if not args.ncu:
+        print_json(portal.profile(api, args.id))
+        return 0
+    if bool(args.operator) != bool(args.shape):
+        raise CliError("--ncu needs both --operator and --shape to ask for a profile")
+    if args.operator:
+        made = portal.ncu_profile_request(api, args.id, args.operator, args.shape)
+        err.print(f"ncu profile {made['id']} of {args.operator}/{args.shape}: {made['status']}")
+        chosen = [made]
+        deadline = time.monotonic() + args.wait_timeout
+        while args.wait and chosen[0]["status"] == "queued":
+            if time.monotonic() > deadline:
+                raise CliError(f"ncu profile {made['id']} still queued after "
+                               f"{args.wait_timeout:.0f} s")
+            time.sleep(args.interval)
+            chosen = [p for p in portal.ncu_profiles(api, args.id) if p["id"] == made["id"]]
+    else:
+        chosen = portal.ncu_profiles(api, args.id)
+    if args.json:
+        print_json(chosen if not args.operator else chosen[0])
+    else:
+        for found in chosen:
+            _ncu_table(found)
+    return 1 if any(p["status"] == "failed" for p in chosen) else 0
+
+
+def _ncu_table(found: dict[str, Any]) -> None:
+    clocks = found.get("clocks") or {}
+    sm = clocks.get("sm_clock_max_hz")
+    title = (f"{found['operator']} / {found['shape']}: {found['status']}"
+             + (f", SM clock seen {sm / 1e9:.2f} GHz" if sm else "")
+             + (f" ({found['error']})" if found.get("error") else ""))
+    table = Table(title=title)
+    for column in ("kernel", "duration", "DRAM of peak", "occupancy", "SM", "tensor pipe",
+                   "L2 hit", "limited by"):
+        table.add_column(column)
+
+    def pct(value: float | None, scale: float = 1.0) -> str:
+        return "-" if value is None else f"{value * scale:.1f}%"
+
+    for k in found.get("kernels") or []:
+        duration = k.get("duration_s")
+        table.add_row(str(k.get("name", ""))[:48],
+                      "-" if duration is None else f"{duration * 1e6:.1f} us",
+                      pct(k.get("dram_of_peak"), 100), pct(k.get("achieved_occupancy_pct")),
+                      pct(k.get("sm_throughput_pct")), pct(k.get("tensor_pipe_pct")),
+                      pct(k.get("l2_hit_rate_pct")), str(k.get("limited_by", "")))
+    console().print(table)
 
 
 def queue_place_text(queue: dict[str, Any] | None) -> str:
@@ -568,6 +633,6 @@ def _cache_dir() -> Path:
 
 COMMANDS = {"login": cmd_login, "logout": cmd_logout, "quota": cmd_quota,
             "problems": cmd_problems, "bundle": cmd_bundle, "submit": cmd_submit,
-            "status": cmd_status, "leaderboard": cmd_leaderboard,
+            "status": cmd_status, "profile": cmd_profile, "leaderboard": cmd_leaderboard,
             "evaluate-local": cmd_evaluate_local, "history": iteration.cmd_history,
             "compare": iteration.cmd_compare}

@@ -105,6 +105,20 @@ def profile(api: Api, submission_id: int) -> dict[str, Any] | None:
     return found
 
 
+def ncu_profiles(api: Api, submission_id: int) -> list[dict[str, Any]]:
+    """The submission's ncu profiles, newest first."""
+    found: list[dict[str, Any]] = api.get_json(f"/api/submissions/{submission_id}/ncu/",
+                                               team=True)
+    return found
+
+
+def ncu_profile_request(api: Api, submission_id: int, operator: str,
+                        shape: str) -> dict[str, Any]:
+    made: dict[str, Any] = api.post_form(f"/api/submissions/{submission_id}/ncu/",
+                                         {"operator": operator, "shape": shape})
+    return made
+
+
 def board(api: Api, release: dict[str, Any], hardware: str, board_name: str,
           operator: str | None, csv: bool) -> bytes:
     """A board's export: JSON (rows and baselines) or CSV, as the board pages show it."""

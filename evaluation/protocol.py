@@ -27,6 +27,8 @@ from kombu.entity import Exchange
 SPEC_VERSION = 2  # 2: hidden_shapes_json
 EVALUATE_TASK = "evaluation.evaluate_job"  # GPU side: runs one job spec
 RECORD_EVENT_TASK = "submissions.record_event"  # web side: stores one report
+NCU_PROFILE_TASK = "evaluation.ncu_profile"  # GPU side: a team's ncu profile of one shape
+RECORD_NCU_TASK = "submissions.record_ncu_profile"  # web side: stores its result
 RESULTS_QUEUE = "results"
 STOP_EXCHANGE = Exchange("atrex.stop", type="fanout", durable=False, auto_delete=False)
 FILESYSTEM_BROKER = "filesystem://"
@@ -51,6 +53,18 @@ def job_spec(*, job_id: int, attempt: int, operator: str, reference_py: str, inp
         "dsl": dsl, "dsl_ratio_threshold": dsl_ratio_threshold, "seed": seed,
         "heartbeat_s": heartbeat_s,
     }
+
+
+def ncu_profile_spec(*, profile_id: int, operator: str, reference_py: str, input_py: str,
+                     shapes_json: str, shape_id: str, candidate_source: str, dsl: str,
+                     hbm_bytes_per_s: float) -> dict[str, Any]:
+    """A team's ncu profile of one public shape of its candidate (evaluation/harness/
+    ncu_sandbox.py): the operator's public files, the candidate, the shape, the HBM peak its
+    DRAM throughput is read against. No tolerance, no seed: nothing is compared or scored."""
+    return {"version": SPEC_VERSION, "profile_id": profile_id, "shape_id": shape_id,
+            "operator": {"name": operator, "reference_py": reference_py, "input_py": input_py,
+                         "shapes_json": shapes_json},
+            "candidate_source": candidate_source, "dsl": dsl, "hbm_bytes_per_s": hbm_bytes_per_s}
 
 
 def stop_message(*, job_id: int, up_to_attempt: int, run: str = "") -> dict[str, Any]:

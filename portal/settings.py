@@ -200,6 +200,8 @@ CELERY_BEAT_SCHEDULE = {
 # but the dev tier, `dev-*`). CPU-only deployments (the embedded default, CI) set `dev-*`:
 # real sizes take hours in Triton's interpreter. Any other glob over shape ids works too.
 ATREX_SHAPE_FILTER = env_str("ATREX_SHAPE_FILTER", "")
+# A team's ncu profiles a day (submissions/ncu.py): each holds a GPU for seconds to minutes.
+ATREX_NCU_PROFILES_PER_DAY = env_int("ATREX_NCU_PROFILES_PER_DAY", 5, minimum=0)
 
 # Upload limits (issue 3 §4); configurable per deployment.
 ATREX_UPLOAD_MAX_FILE_BYTES = env_int("ATREX_UPLOAD_MAX_FILE_BYTES", 1024 * 1024, minimum=1)

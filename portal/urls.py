@@ -48,6 +48,8 @@ urlpatterns = [
     path("team/", submissions_views.team_page, name="team"),
     path("submit/", submissions_views.upload_page, name="upload"),
     path("submissions/<int:pk>/", submissions_views.submission_page, name="submission"),
+    path("submissions/<int:pk>/ncu/", submissions_views.submission_ncu_page,
+         name="submission-ncu"),
     path("submissions/<int:pk>/share/", submissions_views.submission_share_page,
          name="submission-share"),
     # A public summary by its unguessable token (submissions/sharing.py): no sign-in.
@@ -81,6 +83,8 @@ urlpatterns = [
          name="api-submission-charts"),
     path("api/submissions/<int:pk>/profile/", submissions_api.SubmissionProfileApi.as_view(),
          name="api-submission-profile"),
+    path("api/submissions/<int:pk>/ncu/", submissions_api.SubmissionNcuApi.as_view(),
+         name="api-submission-ncu"),
     path("api/submissions/<int:pk>/cancel/", submissions_api.SubmissionCancelApi.as_view(),
          name="api-submission-cancel"),
     path("api/submissions/<int:pk>/compare/<int:other>/",

@@ -7,7 +7,7 @@ from typing import Any, NoReturn
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotAuthenticated, PermissionDenied, Throttled
-from rest_framework.parsers import MultiPartParser
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -18,7 +18,8 @@ from portal.accounts.viewer import viewer_of
 from portal.api_schema import errors, form_schema, with_fields
 from submissions.forms import SubmissionForm
 from submissions.jobs import job_cancel
-from submissions.models import EvaluationJob, Submission
+from submissions.models import EvaluationJob, NcuProfile, Submission
+from submissions.ncu import ncu_profile_detail, ncu_profile_request, ncu_profiles_of
 from submissions.profile import submission_profile
 from submissions.selectors import active_score, submission_detail, submissions_visible
 from submissions.services import quota_status, submission_from_upload
@@ -380,3 +381,70 @@ class SubmissionProfileApi(APIView):
     def get(self, request: Request, pk: int) -> Response:
         _require_principal(request)
         return Response(submission_profile(visible_submission(request, pk)))
+
+
+class NcuKernelOut(serializers.Serializer[Any]):
+    """One kernel launch as ncu counted it (evaluation.harness.ncu_profile.KernelCounters)."""
+
+    launch = serializers.IntegerField(help_text="ncu's ID: the order of the profiled launches")
+    name = serializers.CharField()
+    duration_s = serializers.FloatField(allow_null=True, help_text="ncu's own, one replay: "
+                                        "never scored")
+    dram_read_bytes = serializers.FloatField(allow_null=True)
+    dram_write_bytes = serializers.FloatField(allow_null=True)
+    dram_bytes_per_s = serializers.FloatField(allow_null=True)
+    dram_of_peak = serializers.FloatField(allow_null=True, help_text="against the hardware "
+                                          "profile's HBM peak, 0-1")
+    dram_throughput_pct = serializers.FloatField(allow_null=True)
+    achieved_occupancy_pct = serializers.FloatField(allow_null=True)
+    sm_throughput_pct = serializers.FloatField(allow_null=True)
+    tensor_pipe_pct = serializers.FloatField(allow_null=True)
+    l2_hit_rate_pct = serializers.FloatField(allow_null=True)
+    limited_by = serializers.CharField(help_text='"DRAM", "SM (compute)", "L2", "L1/shared" '
+                                       'or "latency"')
+    sm_clock_hz = serializers.FloatField(allow_null=True)
+    dram_clock_hz = serializers.FloatField(allow_null=True)
+
+
+class NcuProfileOut(serializers.Serializer[Any]):
+    id = serializers.IntegerField()
+    submission = serializers.IntegerField()
+    operator = serializers.CharField()
+    shape = serializers.CharField()
+    status = serializers.ChoiceField(choices=NcuProfile.Status.choices)
+    error = serializers.CharField(help_text="why there are no kernels, when there are none")
+    kernels = NcuKernelOut(many=True)
+    clocks = serializers.DictField(child=serializers.FloatField(allow_null=True), help_text=(
+        "the SM and DRAM clocks ncu saw (it leaves them as they are: --clock-control none)"))
+    seconds = serializers.FloatField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class NcuProfileIn(serializers.Serializer[Any]):
+    operator = serializers.CharField()
+    shape = serializers.CharField(help_text="a public shape id the candidate's job covered")
+
+
+class SubmissionNcuApi(APIView):
+    """Nsight Compute profiles of one shape of the submission (the team's own; a daily quota)."""
+
+    parser_classes = [JSONParser, FormParser, MultiPartParser]  # the CLI sends a form
+
+    @extend_schema(responses={200: NcuProfileOut(many=True), **errors(403, 404)})
+    def get(self, request: Request, pk: int) -> Response:
+        _require_principal(request)
+        return Response(ncu_profiles_of(visible_submission(request, pk)))
+
+    @extend_schema(request=NcuProfileIn,
+                   responses={202: NcuProfileOut, **errors(400, 403, 404, 429)})
+    def post(self, request: Request, pk: int) -> Response:
+        _require_principal(request)
+        submission = visible_submission(request, pk)
+        if not is_admin(request) and request_team(request) != submission.team:
+            raise PermissionDenied("only the submission's team may profile it")
+        data = NcuProfileIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        profile = ncu_profile_request(submission=submission, operator=data.validated_data[
+            "operator"], shape_id=data.validated_data["shape"], user=request.user)
+        return Response(ncu_profile_detail(profile), status=202)

@@ -181,3 +181,32 @@ class ShapeResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id}/{self.shape.shape_id} ({self.status})"
+
+
+class NcuProfile(models.Model):
+    """A team's Nsight Compute profile of one public shape of its candidate (submissions/ncu.py):
+    hardware counters per kernel, run on a GPU host in the candidate's sandbox. Never scored."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        DONE = "done"
+        FAILED = "failed"
+
+    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE,
+                                  related_name="ncu_profiles")
+    shape = models.ForeignKey(Shape, on_delete=models.PROTECT)  # a public shape, never hidden
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    # evaluation.harness.ncu_sandbox.NcuProfile as JSON: kernels, clocks, error, seconds
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL,
+                                     null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"ncu profile {self.pk} of {self.candidate} on {self.shape.shape_id}"

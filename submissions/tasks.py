@@ -8,8 +8,8 @@ from celery import Task, shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from evaluation.protocol import RECORD_EVENT_TASK
-from submissions import jobs, webhooks
+from evaluation.protocol import RECORD_EVENT_TASK, RECORD_NCU_TASK
+from submissions import jobs, ncu, webhooks
 
 
 # A lost database connection (restart, failover, a killed backend) fails only the report in
@@ -19,6 +19,13 @@ from submissions import jobs, webhooks
              retry_backoff_max=30, max_retries=12)
 def record_event(kind: str, payload: dict[str, Any]) -> None:
     jobs.record_event(kind, payload)
+
+
+@shared_task(name=RECORD_NCU_TASK, acks_late=True,
+             autoretry_for=(OperationalError, InterfaceError), retry_backoff=1,
+             retry_backoff_max=30, max_retries=12)
+def record_ncu_profile(payload: dict[str, Any]) -> None:
+    ncu.record_ncu_profile(payload)
 
 
 @shared_task(name="submissions.sweep_jobs")

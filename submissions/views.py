@@ -32,6 +32,7 @@ from submissions.forms import (
     form_or_400,
 )
 from submissions.models import MODE_RANKED, ShapeResult
+from submissions.ncu import ncu_profile_request, ncu_profiles_of
 from submissions.profile import submission_profile
 from submissions.selectors import quarantined_results, recent_submissions, submission_detail
 from submissions.services import quota_status, shape_result_review, submission_from_upload
@@ -160,6 +161,7 @@ def submission_page(request: HtmxRequest, pk: int) -> HttpResponse:
         "submission": submission, "detail": detail, "score": score, "live": live,
         # Once every job has ended: per-shape sections a poll would close again.
         "profile": None if live else submission_profile(submission),
+        "ncu_profiles": ncu_profiles_of(submission),
         "own": request_team(request) == submission.team,
         "share_url": request.build_absolute_uri(reverse("submission-shared",
                                                         args=[submission.share_token]))
@@ -183,6 +185,22 @@ def submission_share_page(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         submission_unshare(submission=submission, actor=request.user)
     return redirect(f"{reverse('submission', args=[submission.pk])}#share")
+
+
+@login_required
+@require_POST
+def submission_ncu_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """The team asks for an ncu profile of one public shape (its own daily quota)."""
+    submission = visible_submission(request, pk)
+    if request_team(request) != submission.team:
+        raise PermissionDenied("only the submission's team can profile it")
+    operator, shape = request.POST.get("operator", ""), request.POST.get("shape", "")
+    try:
+        ncu_profile_request(submission=submission, operator=operator, shape_id=shape,
+                            user=request.user)
+    except DomainError as exc:
+        return HttpResponse(str(exc), status=exc.http_status, content_type="text/plain")
+    return redirect(f"{reverse('submission', args=[submission.pk])}#ncu")
 
 
 def shared_submission_page(request: HttpRequest, token: str) -> HttpResponse:

@@ -88,6 +88,32 @@ def _hidden_shapes(spec: dict[str, Any]) -> tuple[ShapeSpec, ...]:
     return parse_shapes_document(document, "job spec hidden_shapes_json")
 
 
+def run_ncu_profile_spec(spec: dict[str, Any], settings: SandboxSettings) -> dict[str, Any]:
+    """A team's ncu profile of one shape (protocol.ncu_profile_spec), run in the candidate's
+    sandbox (harness/ncu_sandbox.py); its result as JSON, with `error` where it gave none."""
+    from evaluation.harness.ncu_sandbox import NcuProfile, profile_shape
+
+    shape_id = str(spec.get("shape_id"))
+    if spec.get("version") != SPEC_VERSION:
+        return NcuProfile(shape_id=shape_id, error=f"spec version {spec.get('version')!r}: "
+                          f"this worker runs version {SPEC_VERSION}").to_dict()
+    try:
+        with tempfile.TemporaryDirectory(prefix="atrex-ncu-") as folder:
+            operator_dir = Path(folder) / spec["operator"]["name"]
+            operator_dir.mkdir()
+            for name, key in (("reference.py", "reference_py"), ("input.py", "input_py"),
+                              ("shapes.json", "shapes_json")):
+                (operator_dir / name).write_text(spec["operator"][key], encoding="utf-8")
+            public = load_public_operator(operator_dir, Path(folder))
+            profile = profile_shape(public, spec["candidate_source"], public.shape(shape_id),
+                                    dsl=str(spec["dsl"]), settings=settings,
+                                    hbm_peak_bytes_per_s=float(spec["hbm_bytes_per_s"]))
+    except (HarnessError, ReleaseError, OSError, KeyError) as exc:
+        log.warning("ncu profile %s: %s", spec.get("profile_id"), exc)
+        return NcuProfile(shape_id=shape_id, error=f"{type(exc).__name__}: {exc}").to_dict()
+    return profile.to_dict()
+
+
 def run_job_spec(spec: dict[str, Any], publish: Publish,
                  settings: EvaluationSettings | None = None, *, run: str | None = None,
                  worker: str | None = None, check_stop: CheckStop | None = None,

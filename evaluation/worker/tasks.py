@@ -12,9 +12,21 @@ from typing import Any
 from celery import Task
 
 from evaluation.harness.sandbox import SandboxSettings
-from evaluation.protocol import EVALUATE_TASK, RECORD_EVENT_TASK, RESULTS_QUEUE
+from evaluation.protocol import (
+    EVALUATE_TASK,
+    NCU_PROFILE_TASK,
+    RECORD_EVENT_TASK,
+    RECORD_NCU_TASK,
+    RESULTS_QUEUE,
+)
 from evaluation.worker.app import app
-from evaluation.worker.jobs import new_run_id, run_job_spec, warm_children, worker_device
+from evaluation.worker.jobs import (
+    new_run_id,
+    run_job_spec,
+    run_ncu_profile_spec,
+    warm_children,
+    worker_device,
+)
 from evaluation.worker.stop import RunStopped, StopWatch
 
 # Reports must outlive a broker restart: keep trying for about two minutes (a report that
@@ -46,6 +58,14 @@ def evaluate_job(self: Task[Any, Any], spec: dict[str, Any]) -> None:
                          warm=warm)
         except RunStopped as exc:
             log.warning("%s", exc)
+
+
+@app.task(name=NCU_PROFILE_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
+def ncu_profile(self: Task[Any, Any], spec: dict[str, Any]) -> None:
+    result = run_ncu_profile_spec(spec, SandboxSettings())
+    app.send_task(RECORD_NCU_TASK, args=[{"profile_id": spec.get("profile_id"),
+                                          "worker": self.request.hostname, "result": result}],
+                  queue=RESULTS_QUEUE, retry=True, retry_policy=PUBLISH_RETRY)
 
 
 def _send(kind: str, payload: dict[str, Any], retry_policy: dict[str, float]) -> None:

@@ -66,6 +66,9 @@ MATRIX: list[tuple[str, str, str, dict[str, int]]] = [
     # an admin sees the submission but may not share it for the team.
     ("submission-share", "POST", "/submissions/{submission}/share/",
      {"anonymous": 302, "member": 302, "other": 404, "staff": 403, "superuser": 403}),
+    # An ncu profile of one shape: the submission's own team only (then back to its page).
+    ("submission-ncu", "POST", "/submissions/{submission}/ncu/",
+     {"anonymous": 302, "member": 302, "other": 404, "staff": 403, "superuser": 403}),
     # The public summary behind a share link: anyone with the link, no sign-in.
     ("submission-shared", "GET", "/shared/{share}/", PUBLIC),
     # A history is the signed-in user's team's: a user in no team (staff here) has none.
@@ -86,6 +89,7 @@ MATRIX: list[tuple[str, str, str, dict[str, int]]] = [
     ("api-submission-charts", "GET", "/api/submissions/{submission}/charts/", OWN_SUBMISSION),
     ("api-submission-profile", "GET", "/api/submissions/{submission}/profile/",
      OWN_SUBMISSION_API),
+    ("api-submission-ncu", "GET", "/api/submissions/{submission}/ncu/", OWN_SUBMISSION_API),
     ("api-submission-cancel", "POST", "/api/submissions/{submission}/cancel/",
      {"anonymous": 401, "member": 200, "other": 404, "staff": 200, "superuser": 200}),
     ("api-submission-compare", "GET", "/api/submissions/{submission}/compare/{submission}/",
@@ -100,7 +104,8 @@ MATRIX: list[tuple[str, str, str, dict[str, int]]] = [
 ]
 
 
-POST_DATA = {"submission-share": {"share": "create"}}
+POST_DATA = {"submission-share": {"share": "create"},
+             "submission-ncu": {"operator": "rms_norm", "shape": "dev-t4-h256"}}
 
 
 @pytest.fixture
@@ -114,7 +119,8 @@ def world() -> dict[str, Any]:
     candidate = Candidate.objects.create(submission=submission,
                                          operator=release.operators.get(name="rms_norm"),
                                          source="class Model: pass", sha256="0" * 64)
-    EvaluationJob.objects.create(candidate=candidate, status="running", attempts=1)
+    EvaluationJob.objects.create(candidate=candidate, status="running", attempts=1,
+                                 shape_ids=["dev-t4-h256"])
     users = {"member": member_of(red, "ruby"), "other": member_of(blue, "bert"),
              "staff": UserFactory(username="staffer", is_staff=True),
              "superuser": UserFactory(username="root", is_staff=True, is_superuser=True)}
