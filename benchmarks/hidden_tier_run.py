@@ -9,7 +9,11 @@ the flag, then every shape's verdict and attainment as an admin sees them
 (hidden ones marked); with --json, writes it all, with the operator board's rows.
 
 Usage: python benchmarks/hidden_tier_run.py [--json OUT] [--operator rms_norm]
-           [--candidate TEAM=FILE ...]
+           [--candidate TEAM=FILE ...] [--ncu-shape SHAPE]
+
+With --ncu-shape, each team then asks for an ncu profile of that public shape through the
+portal (submissions/ncu.py): the GPU worker runs it in the candidate's sandbox, the results
+worker stores it, and the kernels are printed and saved.
 
 Default candidates: evaluation/sample_candidates/rms_norm/{triton_native,special_cased}.py.
 On a host without a GPU the worker runs the dev tier in Triton's interpreter (the plumbing
@@ -43,12 +47,16 @@ def main() -> None:
     parser.add_argument("--operator", default="rms_norm")
     parser.add_argument("--candidate", action="append", default=[], metavar="TEAM=FILE")
     parser.add_argument("--timeout-s", type=float, default=1200)
+    parser.add_argument("--ncu-shape", default=None, metavar="SHAPE",
+                        help="then ask for an ncu profile of this public shape of each team's "
+                             "submission, through the portal, and wait for it")
     parser.add_argument("--inside", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     candidates = args.candidate or [f"honest={SAMPLES / 'triton_native.py'}",
                                     f"special-cased={SAMPLES / 'special_cased.py'}"]
     if args.inside is not None:
-        print(json.dumps(run(args.inside, args.operator, candidates, args.timeout_s)))
+        print(json.dumps(run(args.inside, args.operator, candidates, args.timeout_s,
+                             args.ncu_shape)))
         return
     with tempfile.TemporaryDirectory(prefix="atrex-hidden-") as folder:
         env = {**os.environ, "ATREX_VAR_DIR": folder,
@@ -56,6 +64,7 @@ def main() -> None:
                "DJANGO_SETTINGS_MODULE": "portal.settings", "PYTHONPATH": path_with(str(REPO))}
         done = subprocess.run([sys.executable, __file__, "--inside", folder, "--operator",
                                args.operator, "--timeout-s", str(args.timeout_s),
+                               *(["--ncu-shape", args.ncu_shape] if args.ncu_shape else []),
                                *[f"--candidate={c}" for c in candidates]],
                               env=env, cwd=REPO, capture_output=True, text=True)
         if done.returncode != 0:
@@ -75,6 +84,14 @@ def main() -> None:
             print(f"      {'hidden ' if shape['hidden'] else 'public '}{shape['shape']:<44} "
                   f"{shape['status']:<7} {shape['verdict'] or '-':<16} "
                   f"attainment {_num(shape['attainment'])}")
+    for team in report["teams"]:
+        for found in team.get("ncu") or []:
+            print(f"  ncu, {team['team']}, {found['shape']}: {found['status']}"
+                  f"{' (' + found['error'] + ')' if found['error'] else ''}, clocks "
+                  f"{found['clocks']}")
+            for kernel in found["kernels"]:
+                print(f"      {str(kernel['name'])[:50]:<50} {_num(kernel['duration_s'])} s, "
+                      f"DRAM {_num(kernel['dram_of_peak'])} of peak, {kernel['limited_by']}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
 
@@ -83,7 +100,8 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def run(folder: Path, operator: str, candidates: list[str], timeout_s: float) -> dict[str, Any]:
+def run(folder: Path, operator: str, candidates: list[str], timeout_s: float,
+        ncu_shape: str | None = None) -> dict[str, Any]:
     """Inside a fresh process whose environment names this run's database and broker."""
     import django
 
@@ -99,7 +117,8 @@ def run(folder: Path, operator: str, candidates: list[str], timeout_s: float) ->
     from leaderboard.selectors import operator_board
     from leaderboard.services import weight_set_from_release
     from portal.accounts.models import Team
-    from submissions.models import EvaluationJob, ShapeResult
+    from submissions.models import EvaluationJob, NcuProfile, ShapeResult
+    from submissions.ncu import ncu_profile_request, ncu_profiles_of
     from submissions.services import submission_create
 
     gpus = torch.cuda.device_count()
@@ -140,6 +159,14 @@ def run(folder: Path, operator: str, candidates: list[str], timeout_s: float) ->
                                      f"{(logs / f'{name}.log').read_text()[-3000:]}")
             time.sleep(0.5)
         time.sleep(2)  # the last rescore lands
+        if ncu_shape:
+            for submission in submissions.values():
+                ncu_profile_request(submission=submission, operator=operator,
+                                    shape_id=ncu_shape, user=None)
+            while NcuProfile.objects.filter(status=NcuProfile.Status.QUEUED).exists():
+                if time.monotonic() > deadline + 600:
+                    raise SystemExit("ncu profiles still queued at the time limit")
+                time.sleep(0.5)
     finally:
         stop(processes)
     board = operator_board(release=release, hardware=hardware, weight_set=weights,
@@ -160,7 +187,8 @@ def run(folder: Path, operator: str, candidates: list[str], timeout_s: float) ->
                       # what the flag compares: medians of min(1, (SOL + floor) / T)
                       "generalisation": (score.generalisation or {}).get(operator),
                       "rank": rows.get(name, {}).get("rank"),
-                      "badges": rows.get(name, {}).get("badges"), "shapes": shapes})
+                      "badges": rows.get(name, {}).get("badges"), "shapes": shapes,
+                      "ncu": ncu_profiles_of(submission)})
     return {"release": str(release), "device": torch.cuda.get_device_name() if gpus
             else "cpu (Triton interpreter)", "factor": release.generalisation_factor,
             "public_shapes": len(job.shape_ids), "hidden_shapes": len(job.hidden_shape_ids),
