@@ -6,7 +6,7 @@ from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 
 from .jobs import job_rerun
-from .models import Candidate, EvaluationJob, ShapeResult, Submission
+from .models import Candidate, EvaluationJob, NcuProfile, ShapeResult, Submission
 from .services import shape_result_review, submission_set_ranking_excluded
 
 # A job re-run this recently and not yet started is not re-run again: a double click, or a
@@ -137,3 +137,10 @@ class ShapeResultAdmin(admin.ModelAdmin[ShapeResult]):
     @admin.display(description="hidden tier", boolean=True)
     def hidden(self, result: ShapeResult) -> bool:
         return result.shape.hidden
+
+
+@admin.register(NcuProfile)
+class NcuProfileAdmin(admin.ModelAdmin[NcuProfile]):
+    list_display = ("id", "candidate", "shape", "status", "worker", "created_at", "finished_at")
+    list_filter = ("status",)
+    readonly_fields = ("result",)
