@@ -171,9 +171,17 @@ SPECTACULAR_SETTINGS = {
 # Celery: filesystem transport by default (folders in var/broker), Redis/RabbitMQ by URL;
 # the same broker and task settings as the GPU workers' own app (evaluation/protocol.py).
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", FILESYSTEM_BROKER)
-_celery = {**broker_settings(CELERY_BROKER_URL, VAR_DIR / "broker", visibility_timeout_s=env_int(
-    "ATREX_BROKER_VISIBILITY_TIMEOUT", 3600, minimum=1)), **TASK_SETTINGS}
-globals().update({f"CELERY_{name.upper()}": value for name, value in _celery.items()})
+_broker = broker_settings(CELERY_BROKER_URL, VAR_DIR / "broker", visibility_timeout_s=env_int(
+    "ATREX_BROKER_VISIBILITY_TIMEOUT", 3600, minimum=1))
+# Only the brokers that need a transport or its options get them; None and {} are Celery's
+# own defaults.
+CELERY_BROKER_TRANSPORT = _broker.get("broker_transport")
+CELERY_BROKER_TRANSPORT_OPTIONS = _broker.get("broker_transport_options", {})
+CELERY_TASK_ACKS_LATE = TASK_SETTINGS["task_acks_late"]
+CELERY_TASK_REJECT_ON_WORKER_LOST = TASK_SETTINGS["task_reject_on_worker_lost"]
+CELERY_WORKER_PREFETCH_MULTIPLIER = TASK_SETTINGS["worker_prefetch_multiplier"]
+CELERY_TASK_SERIALIZER = TASK_SETTINGS["task_serializer"]
+CELERY_ACCEPT_CONTENT = TASK_SETTINGS["accept_content"]
 
 # The sweeper (docs/operations.md): a running job whose worker has not reported for
 # ATREX_JOB_STALE_SECONDS (a running job's worker sends a heartbeat every
