@@ -18,8 +18,9 @@ from django.db.models.functions import Coalesce
 from evaluation.catalog.models import HardwareProfile, Operator, Release
 from evaluation.catalog.selectors import hidden_shape_counts
 from evaluation.harness.dsl import DSL_LABELS
-from evaluation.harness.roofline import roofline_point
+from evaluation.harness.roofline import attainment, roofline_point
 from leaderboard.models import BoardFreeze, SubmissionScore, WeightSet
+from leaderboard.outcomes import scoring_context
 from leaderboard.scoring import (
     ScoringPolicy,
     ShapeOutcome,
@@ -27,7 +28,6 @@ from leaderboard.scoring import (
     solve_rate,
     summarise,
 )
-from leaderboard.services import scoring_context, shape_regime
 from submissions.models import Candidate, ShapeResult, Submission
 
 NUMBER_COLUMNS = ("aggregate", "memory", "compute", "prefill", "decode", "unweighted_mean",
@@ -338,15 +338,17 @@ def _production_outcomes(release: Release,
             timings = (meta or {}).get("production_performance") or {}
             timing = next((t for sku, t in timings.items() if _sku(sku) == wanted), None)
             shape = hidden.shape_roofline(shape_id)
-            if not timing or shape is None or not timing.get("performance_us"):
+            # no time, or none a kernel could take (attainment's ValueError): no outcome
+            if not timing or shape is None or not float(timing.get("performance_us") or 0) > 0:
                 continue
             point = roofline_point(shape, profile)
             if timing.get("framework"):
                 frameworks.add(str(timing["framework"]))
+            measured = attainment(point.sol_s, float(timing["performance_us"]) * 1e-6,
+                                  launch_floor_s=0.0)
             outcomes.append(ShapeOutcome(
                 operator=op.name, shape_id=shape_id, correct=True, verdict="native",
-                attainment=point.sol_s / (float(timing["performance_us"]) * 1e-6),
-                regime=shape_regime(op, shape_id, hardware),
+                attainment=measured.attainment, regime=point.regime,
                 phase=(meta or {}).get("phase") or metadata.get("phase")))
     return outcomes, frameworks
 

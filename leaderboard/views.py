@@ -32,6 +32,7 @@ from leaderboard.forms import (
     WeightsForm,
     first_problem,
 )
+from leaderboard.outcomes import arithmetic_intensity
 from leaderboard.scoring import WeightError
 from leaderboard.selectors import (
     BOARDS,
@@ -41,7 +42,6 @@ from leaderboard.selectors import (
     recorded_on_boards,
 )
 from leaderboard.services import (
-    arithmetic_intensity,
     board_freeze_set,
     board_unfreeze,
     release_set_fallback_policy,

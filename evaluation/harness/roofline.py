@@ -49,17 +49,20 @@ def roofline_point(shape: ShapeRoofline, hardware: HardwareProfile) -> RooflineP
         compute_s = sum(unit_s.values())
     else:  # units overlap: the longest one bounds the kernel
         compute_s = max(unit_s.values(), default=0.0)
-    traffic = shape.q_read_bytes + shape.q_write_bytes
-    memory_s = traffic / hardware.hbm_bytes_per_s
-    total_flops = sum(shape.w_flops.values())
-    intensity = total_flops / traffic if traffic else float("inf")
+    memory_s = (shape.q_read_bytes + shape.q_write_bytes) / hardware.hbm_bytes_per_s
     return RooflinePoint(
         sol_s=max(compute_s, memory_s),
         compute_s=compute_s,
         memory_s=memory_s,
-        arithmetic_intensity=intensity,
+        arithmetic_intensity=arithmetic_intensity(shape),
         regime=regime(compute_s, memory_s),
     )
+
+
+def arithmetic_intensity(shape: ShapeRoofline) -> float:
+    """W / Q: FLOP per byte of semantic traffic (read and written), infinite without traffic."""
+    traffic = shape.q_read_bytes + shape.q_write_bytes
+    return sum(shape.w_flops.values()) / traffic if traffic else float("inf")
 
 
 # Atrex-Bench calls a shape balanced when its compute and memory times are within 5% of each

@@ -18,11 +18,11 @@ from evaluation.catalog.models import HardwareProfile, OperatorHidden, Release, 
 from evaluation.harness.release import ShapeRoofline
 from evaluation.harness.roofline import sol_seconds
 from leaderboard.models import ScoreSummary, SubmissionScore
+from leaderboard.outcomes import shape_regime
 from leaderboard.selectors import production_baseline
 from leaderboard.services import (
     rescore_submission,
     rescore_weight_set,
-    shape_regime,
     summaries_rebuild,
     weight_set_activate,
     weight_set_create,

@@ -15,13 +15,8 @@ from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, OperatorHidden, Release, Shape
 from evaluation.harness.release import ShapeRoofline
 from evaluation.harness.roofline import roofline_point
-from leaderboard.services import (
-    rescore_submission,
-    scoring_context,
-    shape_regime,
-    weight_set_activate,
-    weight_set_create,
-)
+from leaderboard.outcomes import scoring_context, shape_regime
+from leaderboard.services import rescore_submission, weight_set_activate, weight_set_create
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
 from tests.conftest import FIXTURE_RELEASE
 from tests.factories import TeamFactory

@@ -1,0 +1,159 @@
+"""What scoring reads, once per release: operators, the shapes jobs evaluate, phases, each
+shape's regime per hardware, and each submission's shape outcomes. Reads only: boards
+(leaderboard/selectors.py) and the rescore (leaderboard/services.py, which writes what is
+computed from them) share it."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from django.db.models import F
+
+from evaluation.catalog.models import HardwareProfile, Operator, Release
+from evaluation.catalog.selectors import evaluated_shape_ids
+from evaluation.harness import roofline
+from evaluation.harness.release import ShapeRoofline
+from leaderboard.scoring import BALANCED, COMPUTE, MEMORY, ShapeOutcome, attainment_error
+from submissions.models import EvaluationJob, ShapeResult, Submission
+
+_ENDED = (EvaluationJob.Status.SCORED, EvaluationJob.Status.FAILED,
+          EvaluationJob.Status.CANCELLED)
+
+
+class ScoringContext:
+    """Per release, read once: operators, the shapes jobs evaluate, phases, regimes per
+    hardware."""
+
+    def __init__(self, release: Release) -> None:
+        self.release = release
+        self.operators = {op.pk: op for op in Operator.objects.filter(release=release)
+                          .select_related("hidden")}
+        self.phases = {op.name: _operator_metadata(op).get("phase") for op in self.operators.values()}
+        self.shape_phases = {(op.name, shape_id): (meta or {}).get("phase")
+                             for op in self.operators.values()
+                             for shape_id, meta in (_operator_metadata(op).get("shapes") or {}).items()}
+        # The shapes this deployment evaluates: what a job without its own list covers.
+        self.shape_ids = {op.name: evaluated_shape_ids(op) for op in self.operators.values()}
+        # Filled by outcomes_by_submission: submissions with a job still queued or running,
+        # and per submission the jobs lost to an infrastructure failure and those run in
+        # Triton's CPU interpreter.
+        self.running: set[int] = set()
+        self.lost_jobs: dict[int, int] = {}
+        self.interpreter_jobs: dict[int, int] = {}
+        self._regimes: dict[tuple[str, str, str], str | None] = {}
+        self._subsets: dict[str, dict[str, set[str]]] = {}
+
+    def regime(self, operator: Operator, shape_id: str, hardware: HardwareProfile) -> str | None:
+        key = (operator.name, shape_id, hardware.name)
+        if key not in self._regimes:
+            self._regimes[key] = shape_regime(operator, shape_id, hardware)
+        return self._regimes[key]
+
+    def phase(self, operator: str, shape_id: str) -> str | None:
+        """A shape's own phase where the release gives one, else its operator's."""
+        return self.shape_phases.get((operator, shape_id)) or self.phases.get(operator)
+
+    def outcomes_by_submission(self, submissions: list[Submission],
+                               whole_release: bool = False) -> dict[int, list[ShapeOutcome]]:
+        """Per submission, one outcome per shape its jobs cover: the latest attempt's result,
+        or a failed, unevaluated one where a job ended without reporting the shape. Notes the
+        submissions with a job still going (`running`) or lost to the infrastructure."""
+        hardware = {s.pk: s.hardware for s in submissions}
+        grouped: dict[int, list[ShapeOutcome]] = {pk: [] for pk in hardware}
+        which = ({"candidate__submission__release": self.release} if whole_release
+                 else {"candidate__submission__in": list(hardware)})
+        jobs = {pk: row for pk, *row in EvaluationJob.objects.filter(**which).values_list(
+            "pk", "candidate__submission_id", "candidate__operator_id", "status",
+            "infrastructure_failure", "shape_ids", "mode", "hidden_shape_ids")}
+        results: dict[int, dict[str, tuple[Any, ...]]] = {pk: {} for pk in jobs}
+        rows = (ShapeResult.every_tier.filter(**{f"job__{k}": v for k, v in which.items()},
+                                           attempt=F("job__attempts"))
+                .values_list("job_id", "shape__shape_id", "status", "verdict", "attainment",
+                             "suspicious", "median_s", "median_se_s", "attainment_with_floor")
+                .iterator(chunk_size=20000))
+        for job_id, shape_id, *result in rows:
+            results[job_id][shape_id] = tuple(result)
+        self.running, self.lost_jobs, self.interpreter_jobs = set(), {}, {}
+        for job_id, (submission_id, operator_id, status, infrastructure, shape_ids,
+                     mode, hidden_ids) in jobs.items():
+            if submission_id not in grouped:
+                continue
+            if mode == EvaluationJob.Mode.INTERPRETER:
+                self.interpreter_jobs[submission_id] = \
+                    self.interpreter_jobs.get(submission_id, 0) + 1
+            if status not in _ENDED:
+                self.running.add(submission_id)
+            elif status == EvaluationJob.Status.FAILED and infrastructure:
+                self.lost_jobs[submission_id] = self.lost_jobs.get(submission_id, 0) + 1
+            operator = self.operators[operator_id]
+            secret = set(hidden_ids or ())
+            for shape_id in [*(shape_ids or self.shape_ids[operator.name]), *(hidden_ids or ())]:
+                hidden = shape_id in secret
+                reported = results[job_id].get(shape_id)
+                kind = self.regime(operator, shape_id, hardware[submission_id])
+                phase = self.phase(operator.name, shape_id)
+                if reported is None and status not in _ENDED:
+                    continue  # still to come
+                if reported is None:
+                    grouped[submission_id].append(ShapeOutcome(
+                        operator=operator.name, shape_id=shape_id, correct=False, verdict=None,
+                        attainment=0.0, regime=kind, phase=phase, evaluated=False,
+                        hidden=hidden))
+                    continue
+                result_status, verdict, value, suspicious, median_s, median_se_s, floor = reported
+                grouped[submission_id].append(ShapeOutcome(
+                    operator=operator.name, shape_id=shape_id, correct=result_status == "passed",
+                    verdict=verdict or None, attainment=value, suspicious=suspicious,
+                    regime=kind, phase=phase, hidden=hidden, attainment_with_floor=floor,
+                    attainment_se=attainment_error(value, median_s, median_se_s)))
+        return grouped
+
+    def subset_operators(self, hardware: HardwareProfile) -> dict[str, set[str]]:
+        """Which operators have memory-/compute-bound shapes on `hardware`, and which phases."""
+        if hardware.name not in self._subsets:
+            subsets: dict[str, set[str]] = {"memory": set(), "compute": set(), "prefill": set(),
+                                            "decode": set()}
+            for op in self.operators.values():
+                for shape_id in self.shape_ids[op.name]:
+                    phase = self.phase(op.name, shape_id) or ""
+                    for part in ("prefill", "decode"):
+                        if part in phase:
+                            subsets[part].add(op.name)
+                    kind = self.regime(op, shape_id, hardware)
+                    if kind in (MEMORY, BALANCED):
+                        subsets["memory"].add(op.name)
+                    if kind in (COMPUTE, BALANCED):
+                        subsets["compute"].add(op.name)
+            self._subsets[hardware.name] = subsets
+        return self._subsets[hardware.name]
+
+
+def scoring_context(release: Release) -> ScoringContext:
+    """What scoring reads once per release (boards ask it which subsets have shapes)."""
+    return ScoringContext(release)
+
+
+def _operator_metadata(operator: Operator) -> dict[str, Any]:
+    hidden = getattr(operator, "hidden", None)
+    return (hidden.metadata if hidden is not None else None) or {}
+
+
+def _shape_roofline(operator: Operator, shape_id: str) -> ShapeRoofline | None:
+    hidden = getattr(operator, "hidden", None)
+    return hidden.shape_roofline(shape_id) if hidden is not None else None
+
+
+def arithmetic_intensity(operator: Operator, shape_id: str) -> float | None:
+    """W / Q of a shape in FLOP per byte (for the roofline chart)."""
+    shape = _shape_roofline(operator, shape_id)
+    if shape is None:
+        return None
+    intensity = roofline.arithmetic_intensity(shape)
+    return intensity if math.isfinite(intensity) else None  # no traffic: no point to chart
+
+
+def shape_regime(operator: Operator, shape_id: str, hardware: HardwareProfile) -> str | None:
+    """The shape's regime on `hardware`, by the harness's one definition."""
+    shape = _shape_roofline(operator, shape_id)
+    return roofline.roofline_point(shape, hardware.as_spec()).regime if shape is not None else None
