@@ -4,6 +4,8 @@ The two sides share a broker and nothing else: the web tier (Django, the databas
 hidden files) sends job specs to `eval.<hardware>` and stop messages to a fanout exchange;
 a GPU worker (evaluation/worker/, no Django, no hidden files) sends progress, heartbeats and
 results to `results`, where the web tier's `submissions.record_event` task stores them.
+Those reports are the typed messages below (`Started`, `Progress`, `Heartbeat`, `Result`,
+`Failed`), named on the wire by their `EventKind`, and read back by `decode_report`.
 
 A job spec holds public data only: the operator's public files, its shapes, the
 candidate's source, the DSL, a secret seed, and the comparison tolerance (the worker
@@ -18,8 +20,11 @@ Imports no Django.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from celery import Celery
 from kombu.entity import Exchange
@@ -86,6 +91,97 @@ def publish_stop(app: Celery, message: dict[str, Any]) -> None:
                          declare=[STOP_EXCHANGE], retry=True,
                          retry_policy={"max_retries": 5, "interval_start": 0.2,
                                        "interval_step": 0.5, "interval_max": 2})
+
+
+class EventKind(StrEnum):
+    """What a report on `results` is: the first argument of the record_event task. A str, so
+    the JSON on the wire is the plain name."""
+
+    STARTED = "started"  # a run took the job's attempt
+    PROGRESS = "progress"  # one shape done
+    HEARTBEAT = "heartbeat"  # still alive, between shapes
+    RESULT = "result"  # the whole evaluation
+    FAILED = "failed"  # no result will come
+
+
+@dataclass(frozen=True)
+class Report:
+    """What every report carries: which run of which attempt of which job sent it."""
+
+    kind: ClassVar[EventKind]
+    job_id: int
+    attempt: int
+    worker: str
+    run: str
+
+    def payload(self) -> dict[str, Any]:
+        """The second argument of the record_event task (the kind is the first)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Started(Report):
+    kind: ClassVar[EventKind] = EventKind.STARTED
+    shapes_total: int
+    mode: str  # "gpu" or "cpu-interpreter": the portal marks an interpreter run from the start
+
+
+@dataclass(frozen=True)
+class Progress(Report):
+    kind: ClassVar[EventKind] = EventKind.PROGRESS
+    done: int
+    total: int
+    shape: dict[str, Any]  # one shape's result (harness results.py), as JSON
+
+
+@dataclass(frozen=True)
+class Heartbeat(Report):
+    kind: ClassVar[EventKind] = EventKind.HEARTBEAT
+
+
+@dataclass(frozen=True)
+class Result(Report):
+    kind: ClassVar[EventKind] = EventKind.RESULT
+    result: dict[str, Any]  # the EvaluationResult, as JSON
+
+
+@dataclass(frozen=True)
+class Failed(Report):
+    kind: ClassVar[EventKind] = EventKind.FAILED
+    reason: str
+    infrastructure: bool  # the host's or the evaluator's fault, not the candidate's
+
+
+def decode_report(kind: str, payload: Mapping[str, Any]) -> Report | None:
+    """One report from `results` as its typed message, as leniently as the wire has always
+    been read: a field a worker did not send takes its default. None for an unknown kind,
+    or a report that names no job and attempt of a spec (the worker reports the ids the
+    spec gave it)."""
+    try:
+        event = EventKind(kind)
+    except ValueError:
+        return None
+    job_id, attempt = payload.get("job_id"), payload.get("attempt")
+    if not isinstance(job_id, int) or not isinstance(attempt, int):
+        return None
+    worker, run = str(payload.get("worker", "")), str(payload.get("run", ""))
+    if event is EventKind.STARTED:
+        return Started(job_id, attempt, worker, run, _count(payload.get("shapes_total")),
+                       str(payload.get("mode") or ""))
+    if event is EventKind.PROGRESS:
+        return Progress(job_id, attempt, worker, run, _count(payload.get("done")),
+                        _count(payload.get("total")), payload["shape"])
+    if event is EventKind.RESULT:
+        return Result(job_id, attempt, worker, run, payload["result"])
+    if event is EventKind.FAILED:
+        return Failed(job_id, attempt, worker, run,
+                      str(payload.get("reason", "evaluation failed")),
+                      bool(payload.get("infrastructure", False)))
+    return Heartbeat(job_id, attempt, worker, run)
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) else 0
 
 
 # Baselines and admin re-runs go to eval.<hardware>.low: a GPU worker takes them only while

@@ -37,6 +37,14 @@ from evaluation.catalog.selectors import evaluated_shape_ids
 from evaluation.protocol import (
     EVALUATE_TASK,
     RESULTS_QUEUE,
+    EventKind,
+    Failed,
+    Heartbeat,
+    Progress,
+    Report,
+    Result,
+    Started,
+    decode_report,
     job_spec,
     low_priority_queue,
     publish_stop,
@@ -256,69 +264,113 @@ def record_event(kind: str, payload: dict[str, Any]) -> None:
     superseded, and its partial results are dropped). Reports of any other run, of an older
     attempt or of an ended job are ignored, and a run still alive is told to stop.
     """
-    run = str(payload.get("run", ""))
-    job_id = payload.get("job_id")
-    if not isinstance(job_id, int):
-        return  # no job of ours: the worker reports the id the spec gave it
+    report = decode_report(kind, payload)
+    if report is None:
+        return  # no job of ours: the worker reports the ids the spec gave it
     with transaction.atomic():
-        job = (EvaluationJob.objects.select_for_update(of=("self",))
-               .select_related("candidate__operator__hidden", "candidate__submission__hardware")
-               .filter(pk=job_id).first())
+        now = timezone.now()
+        job = _claimed_job(report, now)
         if job is None:
             return
-        if job.status in TERMINAL or payload.get("attempt") != job.attempts:
-            if kind not in ("result", "failed"):  # a run still going: no use any more
-                _stop_on_commit(job.pk, payload.get("attempt"), run)
-            return  # stale, or already ended
-        if kind == "started" and job.run != run:
-            if job.run:  # a redelivery: start this attempt afresh with the new run
-                ShapeResult.every_tier.filter(job=job, attempt=job.attempts).delete()
-                job.shapes_done = 0
-                _stop_on_commit(job.pk, job.attempts, job.run)  # in case it still runs
-            job.run = run
-        elif not job.run:
-            job.run = run  # its "started" report is still on the way
-        elif job.run != run:
-            _stop_on_commit(job.pk, job.attempts, run)
-            return  # another run holds this attempt
-        now = timezone.now()
-        job.heartbeat_at = now
-        job.worker = str(payload.get("worker", ""))[:200]
-        if job.status == EvaluationJob.Status.QUEUED:
-            job.status = EvaluationJob.Status.RUNNING
-            job.started_at = job.started_at or now
-        # "started" says where the worker runs; the final result says it again.
-        reported_mode = (payload.get("result") or {}).get("mode") if kind == "result" \
-            else payload.get("mode")
-        if reported_mode in (EvaluationJob.Mode.GPU, EvaluationJob.Mode.INTERPRETER):
-            job.mode = reported_mode
-        if kind == "progress":
-            store_shape(job, payload["shape"])
-            job.shapes_done = ShapeResult.every_tier.filter(job=job, attempt=job.attempts).count()
-        elif kind == "result":
-            result = payload["result"]
-            for shape in result["shapes"]:
-                store_shape(job, shape)
-            job.shapes_done = ShapeResult.every_tier.filter(job=job, attempt=job.attempts).count()
-            job.evaluator_version = str(result.get("evaluator_version", ""))[:30]
-            job.status = EvaluationJob.Status.SCORED
-            job.finished_at = now
-            rescore_on_commit(job.candidate.submission_id)
-        elif kind == "failed":
-            job.status = EvaluationJob.Status.FAILED
-            job.error = str(payload.get("reason", "evaluation failed"))
-            if hidden_failure(job, job.error):
-                job.hidden_error, job.error = job.error, HIDDEN_FAILURE
-            job.infrastructure_failure = bool(payload.get("infrastructure", False))
-            job.finished_at = now
-            rescore_on_commit(job.candidate.submission_id)
-        job.save()
+        changed = _REPORT_HANDLERS[report.kind](job, report, now)
+        job.save(update_fields=[*_CLAIM_FIELDS, *changed])
 
 
-def _stop_on_commit(job_id: int, attempt: object, run: str) -> None:
-    if isinstance(attempt, int):
-        message = stop_message(job_id=job_id, up_to_attempt=attempt, run=run)
-        transaction.on_commit(lambda: publish_stop(current_app, message), robust=True)
+# What _claimed_job may change; each handler returns what it changed besides.
+_CLAIM_FIELDS = ["run", "shapes_done", "heartbeat_at", "worker", "status", "started_at"]
+
+
+def _claimed_job(report: Report, now: datetime) -> EvaluationJob | None:
+    """The job of `report`, locked and held by the report's run; None when the report is
+    stale or another run holds the attempt (a run still going is told to stop)."""
+    job = (EvaluationJob.objects.select_for_update(of=("self",))
+           .select_related("candidate__operator__hidden", "candidate__submission__hardware")
+           .filter(pk=report.job_id).first())
+    if job is None:
+        return None
+    run = report.run
+    if job.status in TERMINAL or report.attempt != job.attempts:
+        if report.kind not in (EventKind.RESULT, EventKind.FAILED):  # a run still going:
+            _stop_on_commit(job.pk, report.attempt, run)  # no use any more
+        return None  # stale, or already ended
+    if report.kind is EventKind.STARTED and job.run != run:
+        if job.run:  # a redelivery: start this attempt afresh with the new run
+            ShapeResult.every_tier.filter(job=job, attempt=job.attempts).delete()
+            job.shapes_done = 0
+            _stop_on_commit(job.pk, job.attempts, job.run)  # in case it still runs
+        job.run = run
+    elif not job.run:
+        job.run = run  # its "started" report is still on the way
+    elif job.run != run:
+        _stop_on_commit(job.pk, job.attempts, run)
+        return None  # another run holds this attempt
+    job.heartbeat_at = now
+    job.worker = report.worker[:200]
+    if job.status == EvaluationJob.Status.QUEUED:
+        job.status = EvaluationJob.Status.RUNNING
+        job.started_at = job.started_at or now
+    return job
+
+
+def _on_started(job: EvaluationJob, report: Started, now: datetime) -> list[str]:
+    return _reported_mode(job, report.mode)
+
+
+def _on_heartbeat(job: EvaluationJob, report: Heartbeat, now: datetime) -> list[str]:
+    return []  # the claim stored it
+
+
+def _on_progress(job: EvaluationJob, report: Progress, now: datetime) -> list[str]:
+    store_shape(job, report.shape)
+    job.shapes_done = ShapeResult.every_tier.filter(job=job, attempt=job.attempts).count()
+    return ["shapes_done"]
+
+
+def _on_result(job: EvaluationJob, report: Result, now: datetime) -> list[str]:
+    result = report.result
+    changed = _reported_mode(job, result.get("mode"))  # before the shapes: their verdicts read it
+    for shape in result["shapes"]:
+        store_shape(job, shape)
+    job.shapes_done = ShapeResult.every_tier.filter(job=job, attempt=job.attempts).count()
+    job.evaluator_version = str(result.get("evaluator_version", ""))[:30]
+    job.status = EvaluationJob.Status.SCORED
+    job.finished_at = now
+    rescore_on_commit(job.candidate.submission_id)
+    return [*changed, "shapes_done", "evaluator_version", "status", "finished_at"]
+
+
+def _on_failed(job: EvaluationJob, report: Failed, now: datetime) -> list[str]:
+    job.status = EvaluationJob.Status.FAILED
+    job.error = report.reason
+    if hidden_failure(job, job.error):
+        job.hidden_error, job.error = job.error, HIDDEN_FAILURE
+    job.infrastructure_failure = report.infrastructure
+    job.finished_at = now
+    rescore_on_commit(job.candidate.submission_id)
+    return ["status", "error", "hidden_error", "infrastructure_failure", "finished_at"]
+
+
+def _reported_mode(job: EvaluationJob, mode: object) -> list[str]:
+    """"started" says where the worker runs; the final result says it again."""
+    if mode in (EvaluationJob.Mode.GPU, EvaluationJob.Mode.INTERPRETER):
+        job.mode = str(mode)
+        return ["mode"]
+    return []
+
+
+# Each takes the locked, claimed job, the report (of its kind) and the report's time.
+_REPORT_HANDLERS: dict[EventKind, Callable[[EvaluationJob, Any, datetime], list[str]]] = {
+    EventKind.STARTED: _on_started,
+    EventKind.PROGRESS: _on_progress,
+    EventKind.HEARTBEAT: _on_heartbeat,
+    EventKind.RESULT: _on_result,
+    EventKind.FAILED: _on_failed,
+}
+
+
+def _stop_on_commit(job_id: int, attempt: int, run: str) -> None:
+    message = stop_message(job_id=job_id, up_to_attempt=attempt, run=run)
+    transaction.on_commit(lambda: publish_stop(current_app, message), robust=True)
 
 
 def rescore_on_commit(submission_id: int) -> None:

@@ -40,9 +40,9 @@ from evaluation.harness.release import (
 )
 from evaluation.harness.results import ShapeResult, json_safe
 from evaluation.harness.sandbox import HarnessError, SandboxSettings, WarmChildren
-from evaluation.protocol import SPEC_VERSION
+from evaluation.protocol import SPEC_VERSION, EventKind, Failed, Progress, Report, Result, Started
 
-Publish = Callable[[str, dict[str, Any]], None]  # (event kind, payload)
+Publish = Callable[[EventKind, dict[str, Any]], None]  # (event kind, payload)
 CheckStop = Callable[[], None]  # raises to abandon the run
 log = logging.getLogger(__name__)
 
@@ -123,9 +123,12 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
     `check_stop` is called before the first shape and after each one; whatever it raises
     ends the run there, without a report (the portal asked for it and ignores this run).
     """
-    ids = {"job_id": spec["job_id"], "attempt": spec["attempt"],
-           "worker": worker or socket.gethostname(), "run": run or new_run_id()}
+    ids: dict[str, Any] = {"job_id": spec["job_id"], "attempt": spec["attempt"],
+                           "worker": worker or socket.gethostname(), "run": run or new_run_id()}
     stopped: list[BaseException] = []  # what check_stop raised: it passes through unreported
+
+    def report(message: Report) -> None:
+        publish(message.kind, message.payload())
 
     def stop_here() -> None:
         if check_stop is not None:
@@ -136,15 +139,15 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
                 raise
 
     if spec.get("version") != SPEC_VERSION:
-        publish("failed", {**ids, "reason": f"job spec version {spec.get('version')!r}: this "
-                           f"worker runs version {SPEC_VERSION}", "infrastructure": True})
+        report(Failed(**ids, reason=f"job spec version {spec.get('version')!r}: this worker "
+                      f"runs version {SPEC_VERSION}", infrastructure=True))
         return
     device = (settings.device if settings and settings.device else None) or worker_device()
     cannot = unavailable_reason(str(spec.get("dsl")), device.split(":")[0])
     if cannot is not None:
         # Not the candidate's fault and not a passing fault of this host: said for the job,
         # never a crash, never a verdict from an adapter that does not know the DSL.
-        publish("failed", {**ids, "reason": cannot, "infrastructure": False})
+        report(Failed(**ids, reason=cannot, infrastructure=False))
         return
     if warm is not None and warm.dsl != spec["dsl"]:
         warm = None  # the worker's children are started for its usual DSL
@@ -163,18 +166,17 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
                 dsl_ratio_threshold=spec["dsl_ratio_threshold"], seed=spec["seed"],
                 hidden_shapes=hidden)
             # The mode up front, so the portal can mark an interpreter run from its first shape.
-            publish("started", {**ids, "shapes_total": len(public.shapes) + len(hidden),
-                                "mode": evaluation_mode(device.split(":")[0])})
+            report(Started(**ids, shapes_total=len(public.shapes) + len(hidden),
+                           mode=evaluation_mode(device.split(":")[0])))
             stop_here()
 
             def progress(shape: ShapeResult, done: int, total: int) -> None:
                 stop_here()  # a stopped run's last shape was cut short: not reported
-                publish("progress", {**ids, "done": done, "total": total, "shape": json_safe(asdict(shape))})
+                report(Progress(**ids, done=done, total=total, shape=json_safe(asdict(shape))))
 
             result = evaluate(job, settings or EvaluationSettings(), progress, warm=warm)
     except (HarnessError, ReleaseError, OSError) as exc:
-        publish("failed", {**ids, "reason": f"{type(exc).__name__}: {exc}",
-                           "infrastructure": True})
+        report(Failed(**ids, reason=f"{type(exc).__name__}: {exc}", infrastructure=True))
         return
     except Exception as exc:
         if stopped and exc is stopped[-1]:
@@ -183,7 +185,7 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
         # reported at once, so the job fails visibly instead of staying "running" until
         # the sweeper finds it silent and runs it again, into the same fault.
         log.exception("job %s attempt %s: the evaluator failed", spec["job_id"], spec["attempt"])
-        publish("failed", {**ids, "reason": f"the evaluator failed: {type(exc).__name__}: "
-                                            f"{str(exc)[:1000]}", "infrastructure": True})
+        report(Failed(**ids, reason=f"the evaluator failed: {type(exc).__name__}: "
+                                    f"{str(exc)[:1000]}", infrastructure=True))
         return
-    publish("result", {**ids, "result": result.to_dict()})
+    report(Result(**ids, result=result.to_dict()))

@@ -18,6 +18,8 @@ from evaluation.protocol import (
     RECORD_EVENT_TASK,
     RECORD_NCU_TASK,
     RESULTS_QUEUE,
+    EventKind,
+    Heartbeat,
 )
 from evaluation.worker.app import app
 from evaluation.worker.jobs import (
@@ -39,15 +41,15 @@ log = logging.getLogger(__name__)
 
 @app.task(name=EVALUATE_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
 def evaluate_job(self: Task[Any, Any], spec: dict[str, Any]) -> None:
-    run, worker = new_run_id(), self.request.hostname
-    ids = {"job_id": spec["job_id"], "attempt": spec["attempt"], "worker": worker, "run": run}
+    run, worker = new_run_id(), self.request.hostname or ""  # a worker's is always set
+    beat = Heartbeat(job_id=spec["job_id"], attempt=spec["attempt"], worker=worker, run=run)
     watch = StopWatch(app, job_id=spec["job_id"], attempt=spec["attempt"], run=run,
-                      heartbeat=lambda: _send("heartbeat", ids, HEARTBEAT_RETRY),
+                      heartbeat=lambda: _send(beat.kind, beat.payload(), HEARTBEAT_RETRY),
                       heartbeat_s=float(spec.get("heartbeat_s") or 0))
 
-    def publish(kind: str, payload: dict[str, Any]) -> None:
+    def publish(kind: EventKind, payload: dict[str, Any]) -> None:
         _send(kind, payload, PUBLISH_RETRY)
-        if kind == "started":
+        if kind is EventKind.STARTED:
             watch.beating.set()  # heartbeats after "started": it claims the job first
 
     with watch:
@@ -68,6 +70,6 @@ def ncu_profile(self: Task[Any, Any], spec: dict[str, Any]) -> None:
                   queue=RESULTS_QUEUE, retry=True, retry_policy=PUBLISH_RETRY)
 
 
-def _send(kind: str, payload: dict[str, Any], retry_policy: dict[str, float]) -> None:
-    app.send_task(RECORD_EVENT_TASK, args=[kind, payload], queue=RESULTS_QUEUE,
+def _send(kind: EventKind, payload: dict[str, Any], retry_policy: dict[str, float]) -> None:
+    app.send_task(RECORD_EVENT_TASK, args=[kind.value, payload], queue=RESULTS_QUEUE,
                   retry=True, retry_policy=retry_policy)
