@@ -86,6 +86,17 @@ class EvaluationJob(models.Model):
         FAILED = "failed"
         CANCELLED = "cancelled"
 
+        # "Is this job still going?" is read here only; its writes are submissions/jobs.py.
+        @classmethod
+        def active(cls) -> tuple[EvaluationJob.Status, ...]:
+            """Still going: a worker may yet report on it."""
+            return (cls.QUEUED, cls.RUNNING)
+
+        @classmethod
+        def ended(cls) -> tuple[EvaluationJob.Status, ...]:
+            """Over: no report of it is stored any more."""
+            return (cls.SCORED, cls.FAILED, cls.CANCELLED)
+
     class Mode(models.TextChoices):
         # As the harness reports it (EvaluationResult.mode); blank until a worker said.
         UNKNOWN = "", "not reported yet"
