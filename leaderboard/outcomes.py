@@ -17,9 +17,6 @@ from evaluation.harness.release import ShapeRoofline
 from leaderboard.scoring import BALANCED, COMPUTE, MEMORY, ShapeOutcome, attainment_error
 from submissions.models import EvaluationJob, ShapeResult, Submission
 
-_ENDED = (EvaluationJob.Status.SCORED, EvaluationJob.Status.FAILED,
-          EvaluationJob.Status.CANCELLED)
-
 
 class ScoringContext:
     """Per release, read once: operators, the shapes jobs evaluate, phases, regimes per
@@ -82,7 +79,7 @@ class ScoringContext:
             if mode == EvaluationJob.Mode.INTERPRETER:
                 self.interpreter_jobs[submission_id] = \
                     self.interpreter_jobs.get(submission_id, 0) + 1
-            if status not in _ENDED:
+            if status not in EvaluationJob.Status.ended():
                 self.running.add(submission_id)
             elif status == EvaluationJob.Status.FAILED and infrastructure:
                 self.lost_jobs[submission_id] = self.lost_jobs.get(submission_id, 0) + 1
@@ -93,7 +90,7 @@ class ScoringContext:
                 reported = results[job_id].get(shape_id)
                 kind = self.regime(operator, shape_id, hardware[submission_id])
                 phase = self.phase(operator.name, shape_id)
-                if reported is None and status not in _ENDED:
+                if reported is None and status not in EvaluationJob.Status.ended():
                     continue  # still to come
                 if reported is None:
                     grouped[submission_id].append(ShapeOutcome(

@@ -21,7 +21,7 @@ from evaluation.catalog.selectors import evaluated_hidden_shape_ids, evaluated_s
 from portal.accounts.models import Team, signed_in
 from portal.audit.models import audit
 from portal.errors import DomainError
-from submissions.jobs import ACTIVE, dispatch_all, rescore_on_commit
+from submissions.jobs import dispatch_all, rescore_on_commit
 from submissions.models import (
     MODE_CHECK,
     MODE_RANKED,
@@ -89,7 +89,7 @@ def quota_status(team: Team) -> QuotaStatus:
         .values_list("mode").annotate(n=Count("pk")).order_by())
     active = Submission.objects.filter(team=team).filter(
         Exists(EvaluationJob.objects.filter(candidate__submission=OuterRef("pk"),
-                                            status__in=ACTIVE)))
+                                            status__in=EvaluationJob.Status.active())))
     return QuotaStatus(daily_limit=team.daily_submission_quota,
                        used_today=counted.get(MODE_RANKED, 0),
                        concurrent_limit=team.concurrent_job_quota, active=active.count(),

@@ -62,7 +62,6 @@ SIGNATURE_HEADER = "X-Atrex-Signature"
 DELIVERY_HEADER = "X-Atrex-Delivery"
 EVENT_HEADER = "X-Atrex-Event"
 MAX_URL_CHARS = 500
-_ACTIVE = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.RUNNING)
 _RETRY_STATUSES = {408, 429}
 
 
@@ -199,7 +198,7 @@ def submission_ended_notify(submission: Submission) -> bool:
     if not team or not team["webhook_url"]:
         return False
     jobs = EvaluationJob.objects.filter(candidate__submission=submission)
-    if not jobs.exists() or jobs.filter(status__in=_ACTIVE).exists():
+    if not jobs.exists() or jobs.filter(status__in=EvaluationJob.Status.active()).exists():
         return False
     ended_at = jobs.aggregate(last=Max("finished_at"))["last"] or timezone.now()
     claimed = (Submission.objects.filter(pk=submission.pk)
