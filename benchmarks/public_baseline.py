@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     from evaluation.catalog.models import Release
     from evaluation.worker.bundle import build as build_bundle
-    from submissions.jobs import ACTIVE, dispatch_job, job_rerun
+    from submissions.jobs import dispatch_job, job_rerun
     from submissions.models import EvaluationJob
 
     started = time.monotonic()
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         release = Release.objects.order_by("-pk").first()
         assert release is not None
         weights = release.weight_sets.get(active=True).weights
-        unfinished = list(EvaluationJob.objects.filter(status__in=ACTIVE)
+        unfinished = list(EvaluationJob.objects.filter(status__in=EvaluationJob.Status.active())
                           .select_related("candidate__operator"))
         # the heaviest operators first; a job cut off while it ran last (it starts again
         # from its first shape)
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                  frozenset(filter(None, args.evaluate_again.split(","))))
             print(f"carried over from {args.carry_from.name}: {', '.join(carried) or 'nothing'}",
                   flush=True)
-            for job in EvaluationJob.objects.filter(status__in=ACTIVE):
+            for job in EvaluationJob.objects.filter(status__in=EvaluationJob.Status.active()):
                 dispatch_job(job.pk)
     logs = state / "logs"
     logs.mkdir(exist_ok=True)
@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         wait_ready(processes, logs)
         last = 0.0
-        while EvaluationJob.objects.filter(status__in=ACTIVE).exists():
+        while EvaluationJob.objects.filter(status__in=EvaluationJob.Status.active()).exists():
             if time.monotonic() > deadline:
                 print("deadline: stopping with jobs still to run", flush=True)
                 break

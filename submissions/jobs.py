@@ -54,9 +54,6 @@ from portal.audit.models import AuditEntry, audit
 from submissions.models import EvaluationJob, ShapeResult
 from submissions.results import store_shape
 
-ACTIVE = (EvaluationJob.Status.QUEUED, EvaluationJob.Status.RUNNING)
-TERMINAL = (EvaluationJob.Status.SCORED, EvaluationJob.Status.FAILED,
-            EvaluationJob.Status.CANCELLED)
 RESCORE_TASK = "leaderboard.rescore_submission"  # by name: leaderboard sits above this app
 
 
@@ -64,7 +61,7 @@ def dispatch_job(job_id: int) -> None:
     """Start a new attempt of a job: a spec with public data only, to eval.<hardware>."""
     with transaction.atomic():
         job = _locked_job(job_id)
-        if job is None or job.status not in ACTIVE:
+        if job is None or job.status not in EvaluationJob.Status.active():
             return
         send = _next_attempt(job, low_priority=bool(job.candidate.submission.baseline))
     send()
@@ -209,7 +206,7 @@ def job_cancel(*, job: EvaluationJob) -> bool:
     """Cancel a queued or running job; its GPU host is told to stop and kill its child."""
     with transaction.atomic():
         locked = _locked_job(job.pk)
-        if locked is None or locked.status not in ACTIVE:
+        if locked is None or locked.status not in EvaluationJob.Status.active():
             return False
         locked.status = EvaluationJob.Status.CANCELLED
         locked.finished_at = timezone.now()
@@ -289,7 +286,7 @@ def _claimed_job(report: Report, now: datetime) -> EvaluationJob | None:
     if job is None:
         return None
     run = report.run
-    if job.status in TERMINAL or report.attempt != job.attempts:
+    if job.status in EvaluationJob.Status.ended() or report.attempt != job.attempts:
         if report.kind not in (EventKind.RESULT, EventKind.FAILED):  # a run still going:
             _stop_on_commit(job.pk, report.attempt, run)  # no use any more
         return None  # stale, or already ended
