@@ -37,9 +37,9 @@ def evaluate_local(run: LocalRun, console: Console) -> bool:
     import torch
 
     from evaluation.cli import result_table
-    from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, evaluate
+    from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
     from evaluation.harness.release import ReleaseError, load_release
-    from evaluation.harness.results import CPU_INTERPRETER, PASSED, ShapeResult, shown_verdict
+    from evaluation.harness.results import CPU_INTERPRETER, PASSED, ShapeReport, shown_verdict
     from evaluation.harness.sandbox import HarnessError
 
     if not run.candidate.is_file():
@@ -60,7 +60,7 @@ def evaluate_local(run: LocalRun, console: Console) -> bool:
     dsl = run.dsl or accepted[0]
     if dsl not in accepted:
         raise CliError(f"--dsl {dsl}: {release.root.name} accepts {', '.join(accepted)}")
-    job = EvaluationJob(
+    job = EvaluationRequest(
         operator=operator.public, candidate_source=source,
         tolerance=operator.tolerance, shape_ids=shape_ids, dsl=dsl,
         dsl_ratio_threshold=release.settings.dsl_ratio_threshold,
@@ -72,7 +72,7 @@ def evaluate_local(run: LocalRun, console: Console) -> bool:
                       TimeElapsedColumn(), console=console) as bar:
             task = bar.add_task(f"{operator.name}: starting", total=len(shape_ids))
 
-            def progress(shape: ShapeResult, done: int, total: int) -> None:
+            def progress(shape: ShapeReport, done: int, total: int) -> None:
                 state = (shown_verdict(shape.verdict, mode) or "correct") \
                     if shape.status == PASSED else f"failed at {shape.failed_stage}"
                 bar.update(task, completed=done,

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from evaluation.harness.evaluate import (  # noqa: E402
-    EvaluationJob,
+    EvaluationRequest,
     EvaluationSettings,
     apply_roofline,
     evaluate,
@@ -62,7 +62,7 @@ class Runner:
 
     def run(self, source: str) -> list[dict[str, Any]]:
         op = self.op
-        job = EvaluationJob(operator=op.public, candidate_source=source, tolerance=op.tolerance,
+        job = EvaluationRequest(operator=op.public, candidate_source=source, tolerance=op.tolerance,
                             shape_ids=SHAPES, masked_paths=(self.release.root,),
                             dsl_ratio_threshold=self.release.settings.dsl_ratio_threshold)
         result = evaluate(job, self.settings, warm=self.warm)

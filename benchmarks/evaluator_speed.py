@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, evaluate  # noqa: E402
+from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate  # noqa: E402
 from evaluation.harness.release import load_release  # noqa: E402
 from evaluation.harness.sandbox import WarmChildren  # noqa: E402
 
@@ -35,7 +35,7 @@ def main() -> int:
     jobs = []
     for name, op in sorted(release.operators.items()):
         shapes = [s.id for s in op.public.shapes if not s.id.startswith("dev-")]
-        jobs.append(EvaluationJob(
+        jobs.append(EvaluationRequest(
             operator=op.public, candidate_source=(CANDIDATES / name / "triton_native.py").read_text(),
             tolerance=op.tolerance, shape_ids=shapes, masked_paths=(release.root,)))
     print(f"{'mode':5} {'operator':22} {'shapes':>6} {'seconds':>8} {'s/shape':>7} "

@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, apply_roofline, evaluate  # noqa: E402
+from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, apply_roofline, evaluate  # noqa: E402
 from evaluation.harness.release import load_release  # noqa: E402
 from evaluation.harness.results import EvaluationResult  # noqa: E402
 from evaluation.harness.sandbox import SandboxSettings, WarmChildren  # noqa: E402
@@ -53,7 +53,7 @@ def run_case(operator: str, candidate: str, quick: bool,
     shape_ids = [s.id for s in op.public.shapes if not s.id.startswith("dev-")]
     if quick:
         shape_ids = shape_ids[:2]
-    job = EvaluationJob(
+    job = EvaluationRequest(
         operator=op.public,
         candidate_source=(CANDIDATES / operator / f"{candidate}.py").read_text(),
         tolerance=op.tolerance, shape_ids=shape_ids,

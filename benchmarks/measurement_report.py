@@ -428,7 +428,7 @@ def graph_section(cases: list[Case], public: Path | None, deadline: float) -> di
 def scored_section(rounds: int, deadline: float) -> dict[str, Any]:
     """The fixture release's Triton candidates evaluated `rounds` times (scored tier), with
     warm children as a GPU worker keeps them: S_op, S_agg and seconds per shape each time."""
-    from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, apply_roofline, evaluate
+    from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, apply_roofline, evaluate
     from evaluation.harness.release import load_release
     from evaluation.harness.sandbox import SandboxSettings, WarmChildren
     from leaderboard.scoring import ShapeOutcome, normalise_weights, summarise, weighted_score
@@ -448,7 +448,7 @@ def scored_section(rounds: int, deadline: float) -> dict[str, Any]:
             for name, op in sorted(release.operators.items()):
                 ids = [s.id for s in op.public.shapes if not s.id.startswith("dev-")]
                 source = (CANDIDATES / name / "triton_native.py").read_text()
-                job = EvaluationJob(operator=op.public, candidate_source=source,
+                job = EvaluationRequest(operator=op.public, candidate_source=source,
                                     tolerance=op.tolerance, shape_ids=ids,
                                     dsl_ratio_threshold=release.settings.dsl_ratio_threshold,
                                     masked_paths=(release.root,), seed=1000 + number)

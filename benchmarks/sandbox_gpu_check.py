@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from evaluation.harness import jail  # noqa: E402
-from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, evaluate  # noqa: E402
+from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate  # noqa: E402
 from evaluation.harness.release import load_release  # noqa: E402
 from evaluation.harness.sandbox import (  # noqa: E402
     SAFE_PATH,
@@ -79,7 +79,7 @@ def evaluate_under(uid: int, candidate: Path, shapes: list[str] | None) -> dict[
     sandbox = dataclasses.replace(SandboxSettings(), child_uid=uid, child_gid=uid,
                                   require_isolation=True)
     settings = EvaluationSettings(sandbox=sandbox)
-    job = EvaluationJob(operator=op.public, candidate_source=candidate.read_text(),
+    job = EvaluationRequest(operator=op.public, candidate_source=candidate.read_text(),
                         tolerance=op.tolerance, shape_ids=shapes, masked_paths=(release.root,))
     result = evaluate(job, settings)
     return {
@@ -106,14 +106,14 @@ WORKER = """
 import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[4])
-from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, evaluate
+from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
 from evaluation.harness.release import load_release
 from evaluation.harness.sandbox import SandboxSettings
 op = load_release(Path(sys.argv[1])).operator("rms_norm")
 settings = EvaluationSettings(compile_timeout_s=600, call_timeout_s=600,
                               sandbox=SandboxSettings(workdir_base=sys.argv[3], child_uid=60001,
                                                       child_gid=60001))
-evaluate(EvaluationJob(operator=op.public, candidate_source=Path(sys.argv[2]).read_text(),
+evaluate(EvaluationRequest(operator=op.public, candidate_source=Path(sys.argv[2]).read_text(),
                        tolerance=op.tolerance, shape_ids=["dev-t3-h200"]), settings)
 """
 

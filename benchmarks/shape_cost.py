@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from evaluation.baselines import PYTORCH, baseline_source  # noqa: E402
-from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, evaluate  # noqa: E402
+from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate  # noqa: E402
 from evaluation.harness.operator_files import import_file, make_inputs, make_model  # noqa: E402
 from evaluation.harness.release import load_release  # noqa: E402
 from evaluation.harness.sandbox import WarmChildren  # noqa: E402
@@ -136,7 +136,7 @@ def main() -> int:
                 except Exception as exc:  # noqa: BLE001 - reported, the next shape goes on
                     row["probe_error"] = f"{type(exc).__name__}: {exc}"[:300]
                 torch.cuda.empty_cache()
-            job = EvaluationJob(operator=operator.public,
+            job = EvaluationRequest(operator=operator.public,
                                 candidate_source=baseline_source(
                                     (operator.public.directory / "reference.py").read_text(),
                                     PYTORCH),

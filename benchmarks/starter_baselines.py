@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 
 from evaluation.baselines import PYTORCH, TORCH_COMPILE, baseline_source  # noqa: E402
 from evaluation.harness.evaluate import (  # noqa: E402
-    EvaluationJob,
+    EvaluationRequest,
     EvaluationSettings,
     apply_roofline,
     evaluate,
@@ -83,7 +83,7 @@ def run(kind: str, compile_shapes: int, hardware: str, device: str, dev: bool,
             print(f"deadline reached before {name} {shape_id}", flush=True)
             break
         op = release.operators[name]
-        job = EvaluationJob(
+        job = EvaluationRequest(
             operator=op.public,
             candidate_source=baseline_source((op.public.directory / "reference.py").read_text(),
                                              kind),

@@ -34,7 +34,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, evaluate  # noqa: E402
+from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate  # noqa: E402
 from evaluation.harness.release import load_release  # noqa: E402
 from evaluation.harness.sandbox import SandboxSettings  # noqa: E402
 from evaluation.harness.timing import TimingSettings  # noqa: E402
@@ -48,7 +48,7 @@ def cli_runs(release: Path, operator: str, source: str, shapes: list[str],
     runs = []
     for _ in range(jobs):
         started = time.perf_counter()
-        result = evaluate(EvaluationJob(operator=op.public, candidate_source=source,
+        result = evaluate(EvaluationRequest(operator=op.public, candidate_source=source,
                                         tolerance=op.tolerance, shape_ids=shapes),
                           settings)
         seconds = time.perf_counter() - started

@@ -19,15 +19,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .harness.dsl import KNOWN_DSLS
-from .harness.evaluate import EvaluationJob, EvaluationSettings, apply_roofline, evaluate
+from .harness.evaluate import EvaluationRequest, EvaluationSettings, apply_roofline, evaluate
 from .harness.release import (
-    HardwareProfile,
+    HardwareSpec,
     ReleaseError,
     load_release,
     project_hardware_profiles,
 )
 from .harness.release_check import ShapeOnDevice, check_on_device, check_release, device_findings
-from .harness.results import PASSED, EvaluationResult, ShapeResult, shown_verdict
+from .harness.results import PASSED, EvaluationResult, ShapeReport, shown_verdict
 from .harness.sandbox import HarnessError, SandboxSettings
 from .harness.timing import TimingSettings
 
@@ -102,7 +102,7 @@ def _evaluate(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[red]{exc}[/]")
         return EXIT_USAGE
     hardware = _hardware(release.hardware, args.hardware, operator.roofline is not None)
-    job = EvaluationJob(
+    job = EvaluationRequest(
         operator=operator.public, candidate_source=args.candidate.read_text(encoding="utf-8"),
         tolerance=operator.tolerance, shape_ids=shape_ids, dsl=args.dsl or release.settings.dsl,
         dsl_ratio_threshold=release.settings.dsl_ratio_threshold,
@@ -117,7 +117,7 @@ def _evaluate(args: argparse.Namespace, console: Console) -> int:
                   TimeElapsedColumn(), console=console) as bar:
         task = bar.add_task(f"{operator.name}: starting", total=len(shape_ids))
 
-        def progress(shape: ShapeResult, done: int, total: int) -> None:
+        def progress(shape: ShapeReport, done: int, total: int) -> None:
             bar.update(task, completed=done,
                        description=f"{operator.name}: {shape.shape_id} {_status(shape)}")
 
@@ -204,8 +204,8 @@ def _select_shapes(all_ids: list[str], pattern: str | None) -> list[str]:
     return chosen
 
 
-def _hardware(profiles: Mapping[str, HardwareProfile], name: str | None,
-              has_roofline: bool) -> HardwareProfile | None:
+def _hardware(profiles: Mapping[str, HardwareSpec], name: str | None,
+              has_roofline: bool) -> HardwareSpec | None:
     if name is None and not has_roofline:
         return None
     available = {**project_hardware_profiles(), **profiles}
@@ -216,7 +216,7 @@ def _hardware(profiles: Mapping[str, HardwareProfile], name: str | None,
     return available[name]
 
 
-def _status(shape: ShapeResult) -> str:
+def _status(shape: ShapeReport) -> str:
     if shape.status != PASSED:
         return f"failed at {shape.failed_stage}"
     return shape.verdict or "correct"

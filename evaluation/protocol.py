@@ -13,7 +13,7 @@ compares; the sandboxed child never receives it, and no message to a team names 
 The one exception is the release's hidden shapes of the operator (`hidden_shapes_json`,
 ranked submissions only): the worker keeps them in memory for the job, never writes them
 to disk or a log, and gives the child each one only in that shape's requests, after every
-public shape (evaluation.harness.evaluate.EvaluationJob.hidden_shapes).
+public shape (evaluation.harness.evaluate.EvaluationRequest.hidden_shapes).
 
 Imports no Django.
 """

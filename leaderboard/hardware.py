@@ -22,8 +22,7 @@ from evaluation.catalog.importing import (
     peak_paths_in_use,
 )
 from evaluation.catalog.models import HardwareProfile, HardwareProfileVersion, Release
-from evaluation.harness.release import HardwareProfile as HardwareSpec
-from evaluation.harness.release import ReleaseError
+from evaluation.harness.release import HardwareSpec, ReleaseError
 from leaderboard.services import rescore_weight_set, summaries_rebuild
 from portal import derived_cache
 from portal.audit.models import audit

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluation.catalog.models import HardwareProfile, OperatorHidden, Shape
-from evaluation.harness.release import HardwareProfile as HardwareSpec
-from evaluation.harness.release import stored_shape_roofline
+from evaluation.harness.release import HardwareSpec, stored_shape_roofline
 from evaluation.harness.results import PASSED
 from evaluation.harness.roofline import attainment, roofline_point
 from portal.audit.models import AuditEntry

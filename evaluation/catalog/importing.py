@@ -25,12 +25,12 @@ from evaluation.catalog.models import (
 from evaluation.harness.release import (
     DTYPE_TO_PEAK_PATH,
     PEAK_PATH_UNIT,
+    HardwareSpec,
+    LoadedRelease,
     ReleaseError,
     load_release,
     project_hardware_profiles,
 )
-from evaluation.harness.release import HardwareProfile as HardwareSpec
-from evaluation.harness.release import Release as LoadedRelease
 from evaluation.traces import TRACE_RULES_FILE, TraceError, parse_rules
 from portal.errors import DomainError
 

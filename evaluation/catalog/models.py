@@ -10,8 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from evaluation.harness.release import HardwareProfile as HardwareSpec
-from evaluation.harness.release import ShapeRoofline, accepted_by_default, stored_shape_roofline
+from evaluation.harness.release import HardwareSpec, ShapeRoofline, accepted_by_default, stored_shape_roofline
 from evaluation.protocol import eval_queue
 
 

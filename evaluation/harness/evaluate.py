@@ -36,13 +36,13 @@ from .output_area import CallTensors, LayoutRefused, check_layout
 from .release import (
     DEFAULT_DSL,
     DEFAULT_DSL_RATIO_THRESHOLD,
-    HardwareProfile,
+    HardwareSpec,
     PublicOperator,
     ShapeRoofline,
     ShapeSpec,
     Tolerance,
 )
-from .results import PASSED, EvaluationResult, ShapeResult
+from .results import PASSED, EvaluationResult, ShapeReport
 from .roofline import attainment, roofline_point
 from .sandbox import (
     CandidateError,
@@ -85,7 +85,7 @@ class EvaluationSettings:
 
 
 @dataclass(frozen=True)
-class EvaluationJob:
+class EvaluationRequest:
     """Everything public a GPU host needs to evaluate one candidate on one operator."""
 
     operator: PublicOperator
@@ -110,7 +110,7 @@ class EvaluationJob:
         return self.operator.shape(shape_id)
 
 
-ProgressCallback = Callable[[ShapeResult, int, int], None]
+ProgressCallback = Callable[[ShapeReport, int, int], None]
 GPU_MODE, INTERPRETER_MODE = "gpu", "cpu-interpreter"  # EvaluationResult.mode
 FULL_CHECKS, REFERENCE_CHECKS = "full", "reference"  # EvaluationResult.checks
 
@@ -127,7 +127,7 @@ def failed_trials_message(failures: Sequence[Comparison], trials: Sequence[Compa
     return message
 
 
-def checks_for(job: EvaluationJob) -> str:
+def checks_for(job: EvaluationRequest) -> str:
     """"reference" when the candidate is the operator's reference.py unchanged, else "full"."""
     try:
         reference = (job.operator.directory / "reference.py").read_text(encoding="utf-8")
@@ -141,7 +141,7 @@ def evaluation_mode(device_type: str) -> str:
     return GPU_MODE if device_type == "cuda" else INTERPRETER_MODE
 
 
-def evaluate(job: EvaluationJob, settings: EvaluationSettings = EvaluationSettings(),
+def evaluate(job: EvaluationRequest, settings: EvaluationSettings = EvaluationSettings(),
              progress: ProgressCallback | None = None,
              warm: WarmChildren | None = None) -> EvaluationResult:
     """Evaluate one candidate on the job's shapes. `warm` supplies pre-started children."""
@@ -151,7 +151,7 @@ def evaluate(job: EvaluationJob, settings: EvaluationSettings = EvaluationSettin
         raise ValueError(f"unknown shapes for {job.operator.name}: {sorted(unknown)}")
     if {s.id for s in job.hidden_shapes} & {s.id for s in job.operator.shapes}:
         raise ValueError(f"{job.operator.name}: a hidden shape has a public shape's id")
-    shapes += job.hidden_shapes  # last: see EvaluationJob.hidden_shapes
+    shapes += job.hidden_shapes  # last: see EvaluationRequest.hidden_shapes
     started = time.perf_counter()
     device = torch.device(settings.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     cannot = unavailable_reason(job.dsl, device.type)
@@ -198,7 +198,7 @@ def evaluate(job: EvaluationJob, settings: EvaluationSettings = EvaluationSettin
 
 
 def apply_roofline(result: EvaluationResult, rooflines: Mapping[str, ShapeRoofline],
-                   hardware: HardwareProfile) -> EvaluationResult:
+                   hardware: HardwareSpec) -> EvaluationResult:
     """SOL per shape, and attainment where a correct shape was timed (trusted side only)."""
     result.hardware = hardware.name
     for shape in result.shapes:
@@ -233,7 +233,7 @@ class ReferenceOutOfMemory(Exception):
 class _TrustedSide:
     """The reference and the input generator, imported in the parent only."""
 
-    def __init__(self, job: EvaluationJob, device: torch.device) -> None:
+    def __init__(self, job: EvaluationRequest, device: torch.device) -> None:
         tag = hashlib.sha1(str(job.operator.directory).encode()).hexdigest()[:10]
         self.inputs = import_file(job.operator.directory / "input.py", f"atrex_input_{tag}")
         reference = import_file(job.operator.directory / "reference.py", f"atrex_reference_{tag}")
@@ -248,14 +248,14 @@ class _TrustedSide:
 
 
 class _ShapeRun:
-    def __init__(self, job: EvaluationJob, settings: EvaluationSettings, trusted: _TrustedSide,
+    def __init__(self, job: EvaluationRequest, settings: EvaluationSettings, trusted: _TrustedSide,
                  child: ChildProcess, shape_id: str, device: torch.device,
                  checks: str = FULL_CHECKS) -> None:
         self.job, self.settings, self.trusted, self.child = job, settings, trusted, child
         self.checks = checks
         self.spec = job.shape_spec(shape_id)
         self.device = device
-        self.result = ShapeResult(shape_id=shape_id, environment=dict(trusted.environment))
+        self.result = ShapeReport(shape_id=shape_id, environment=dict(trusted.environment))
         self.stage = "compile"
         self.seeds = _SeedSource(job.seed, shape_id)
         self.init_seed = self.seeds.draw()
@@ -271,7 +271,7 @@ class _ShapeRun:
         self.steps = Steps()
         self._judging_s = 0.0  # judging trials while the child runs the next (in a request)
 
-    def run(self) -> ShapeResult:
+    def run(self) -> ShapeReport:
         started = time.perf_counter()
         try:
             if self._timed("correctness", self._correctness):

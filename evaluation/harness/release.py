@@ -76,7 +76,7 @@ class ReleaseError(Exception):
 
 
 @dataclass(frozen=True)
-class HardwareProfile:
+class HardwareSpec:
     name: str
     arch: str | None
     peak_flops: Mapping[str, float]  # precision path -> FLOP/s (dense)
@@ -208,13 +208,13 @@ class ReleaseSettings:
 
 
 @dataclass(frozen=True)
-class Release:
+class LoadedRelease:
     root: Path
     name: str
     settings: ReleaseSettings
     operators: Mapping[str, Operator]
     importance: Mapping[str, ImportanceEntry]
-    hardware: Mapping[str, HardwareProfile]
+    hardware: Mapping[str, HardwareSpec]
     warnings: tuple[str, ...]
 
     @property
@@ -234,7 +234,7 @@ class Release:
             raise ReleaseError("data", name, f"no such operator (known: {known})") from None
 
 
-def load_release(root: Path | str) -> Release:
+def load_release(root: Path | str) -> LoadedRelease:
     """Read and validate a whole release directory."""
     root = Path(root).resolve()
     data = root / "data"
@@ -249,7 +249,7 @@ def load_release(root: Path | str) -> Release:
     importance = _load_importance(root, set(operators), warnings)
     hardware = load_hardware_dir(root / "configs" / "hardware", root)
     _check_sol_computable(operators, hardware, root)
-    return Release(
+    return LoadedRelease(
         root=root,
         name=root.name,
         settings=_load_settings(root),
@@ -261,7 +261,7 @@ def load_release(root: Path | str) -> Release:
 
 
 def _check_sol_computable(operators: Mapping[str, Operator],
-                          hardware: Mapping[str, HardwareProfile], root: Path) -> None:
+                          hardware: Mapping[str, HardwareSpec], root: Path) -> None:
     """Every W dtype needs its precision path on every hardware profile: no silent default."""
     for op in operators.values():
         for shape_id, shape in (op.roofline or {}).items():
@@ -350,8 +350,8 @@ def _check_shape_calls(directory: Path, root: Path, shapes: tuple[ShapeSpec, ...
                         f"{shape.id}.init_kwargs", "Model.__init__ in reference.py")
 
 
-def load_hardware_dir(directory: Path, root: Path | None = None) -> dict[str, HardwareProfile]:
-    profiles: dict[str, HardwareProfile] = {}
+def load_hardware_dir(directory: Path, root: Path | None = None) -> dict[str, HardwareSpec]:
+    profiles: dict[str, HardwareSpec] = {}
     if not directory.is_dir():
         return profiles
     for path in sorted(directory.glob("*.yaml")):
@@ -360,7 +360,7 @@ def load_hardware_dir(directory: Path, root: Path | None = None) -> dict[str, Ha
     return profiles
 
 
-def load_hardware_profile(path: Path, root: Path | None = None) -> HardwareProfile:
+def load_hardware_profile(path: Path, root: Path | None = None) -> HardwareSpec:
     file = _rel(path, root or path.parent)
     try:
         doc = yaml.safe_load(path.read_text())
@@ -375,7 +375,7 @@ def load_hardware_profile(path: Path, root: Path | None = None) -> HardwareProfi
     hbm = _require_positive(b_peak.get("hbm"), file, "b_peak.hbm")
     launch = doc.get("launch") or {}
     floor = _require_mapping(launch, file, "launch").get("floor_s", DEFAULT_LAUNCH_FLOOR_S)
-    return HardwareProfile(
+    return HardwareSpec(
         name=name,
         arch=hw.get("arch"),
         peak_flops=peak_flops,
@@ -385,7 +385,7 @@ def load_hardware_profile(path: Path, root: Path | None = None) -> HardwareProfi
     )
 
 
-def project_hardware_profiles() -> dict[str, HardwareProfile]:
+def project_hardware_profiles() -> dict[str, HardwareSpec]:
     """The project's own copy of the hardware profiles (evaluation/hardware)."""
     return load_hardware_dir(Path(__file__).resolve().parent.parent / "hardware")
 

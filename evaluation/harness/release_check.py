@@ -34,7 +34,7 @@ from torch.overrides import TorchFunctionMode
 from .compare import as_output_dict
 from .release import (
     HIDDEN_SHAPES_FILE,
-    HardwareProfile,
+    HardwareSpec,
     Operator,
     ReleaseError,
     ShapeSpec,
@@ -76,7 +76,7 @@ class ReleaseCheck:
         return self.release_error is None and not any(op.problems for op in self.operators)
 
 
-def check_release(root: Path, hardware: Mapping[str, HardwareProfile],
+def check_release(root: Path, hardware: Mapping[str, HardwareSpec],
                   progress: Callable[[OperatorCheck], None] | None = None) -> ReleaseCheck:
     try:
         release = load_release(root)
@@ -92,7 +92,7 @@ def check_release(root: Path, hardware: Mapping[str, HardwareProfile],
     return ReleaseCheck(None, checks, list(release.warnings))
 
 
-def _check_operator(op: Operator, hardware: Mapping[str, HardwareProfile]) -> OperatorCheck:
+def _check_operator(op: Operator, hardware: Mapping[str, HardwareSpec]) -> OperatorCheck:
     check = OperatorCheck(name=op.name, shapes=len(op.public.shapes))
     started = time.perf_counter()
     where = f"data/{op.name}"
@@ -158,7 +158,7 @@ class OnMetaDevice(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-def _check_sol(op: Operator, hardware: Mapping[str, HardwareProfile],
+def _check_sol(op: Operator, hardware: Mapping[str, HardwareSpec],
                check: OperatorCheck) -> None:
     sols = []
     for shape_id, shape in (op.roofline or {}).items():

@@ -40,7 +40,7 @@ def shown_verdict(verdict: str | None, mode: str) -> str:
 
 
 @dataclass
-class ShapeResult:
+class ShapeReport:
     shape_id: str
     status: str = FAILED  # passed: compiled and correct (verdict and time are separate)
     stage_reached: str | None = None
@@ -92,7 +92,7 @@ class EvaluationResult:
     seconds: float = 0.0
     isolation: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
-    shapes: list[ShapeResult] = field(default_factory=list)
+    shapes: list[ShapeReport] = field(default_factory=list)
     child_start_seconds: list[float] = field(default_factory=list)
     hardware: str | None = None  # the profile the roofline was computed for, if any
     # "full", or "reference": the candidate was the operator's reference.py unchanged, checked
@@ -112,7 +112,7 @@ class EvaluationResult:
         if data.get("schema") != SCHEMA_VERSION:
             raise ValueError(f"unsupported result schema {data.get('schema')!r}")
         fields = dict(data)
-        fields["shapes"] = [ShapeResult(**s) for s in data["shapes"]]
+        fields["shapes"] = [ShapeReport(**s) for s in data["shapes"]]
         return cls(**fields)
 
 

@@ -14,7 +14,7 @@ from .release import (
     COMPUTE_OVERLAP_SUM,
     DTYPE_TO_PEAK_PATH,
     PEAK_PATH_UNIT,
-    HardwareProfile,
+    HardwareSpec,
     ReleaseError,
     ShapeRoofline,
 )
@@ -36,7 +36,7 @@ class Attainment:
     suspicious: bool
 
 
-def roofline_point(shape: ShapeRoofline, hardware: HardwareProfile) -> RooflinePoint:
+def roofline_point(shape: ShapeRoofline, hardware: HardwareSpec) -> RooflinePoint:
     unit_s: dict[str, float] = {}  # execution unit -> its time at peak
     for dtype, flops in shape.w_flops.items():
         path = DTYPE_TO_PEAK_PATH[dtype]
@@ -82,7 +82,7 @@ def regime(compute_s: float, memory_s: float) -> str:
     return BALANCED if compute_s > 0 else MEMORY
 
 
-def dominant_peak_path(shape: ShapeRoofline, hardware: HardwareProfile) -> str | None:
+def dominant_peak_path(shape: ShapeRoofline, hardware: HardwareSpec) -> str | None:
     """The precision path whose work takes longest at its peak (None without compute work):
     the peak a compute-bound shape's attainment is read against when it is told as a FLOP
     rate (attainment x that peak)."""
@@ -94,7 +94,7 @@ def dominant_peak_path(shape: ShapeRoofline, hardware: HardwareProfile) -> str |
     return max(path_s, key=lambda p: path_s[p]) if path_s else None
 
 
-def sol_seconds(shape: ShapeRoofline, hardware: HardwareProfile) -> float:
+def sol_seconds(shape: ShapeRoofline, hardware: HardwareSpec) -> float:
     return roofline_point(shape, hardware).sol_s
 
 

@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from evaluation.harness.release import (  # noqa: E402
     COMPUTE_OVERLAP_MAX,
     HIDDEN_SHAPES_FILE,
-    HardwareProfile,
+    HardwareSpec,
     ShapeRoofline,
     load_hardware_dir,
 )
@@ -126,7 +126,7 @@ WORK_MODELS: Mapping[str, Callable[[Kwargs, Kwargs], Work]] = {
 COMPUTE_OVERLAP = COMPUTE_OVERLAP_MAX
 
 
-def sol_ms(work: Work, hardware: HardwareProfile,
+def sol_ms(work: Work, hardware: HardwareSpec,
            compute_overlap: str = COMPUTE_OVERLAP) -> float:
     """The harness's own roofline arithmetic, so the file and the evaluator agree."""
     shape = ShapeRoofline(w_flops=work.flops, q_read_bytes=work.read_bytes,
@@ -135,7 +135,7 @@ def sol_ms(work: Work, hardware: HardwareProfile,
 
 
 def operator_roofline(shapes: Mapping[str, Any], model: Callable[[Kwargs, Kwargs], Work],
-                      peaks: Mapping[str, HardwareProfile]) -> dict[str, Any]:
+                      peaks: Mapping[str, HardwareSpec]) -> dict[str, Any]:
     result = {}
     for shape_id, spec in shapes.items():
         work = model(spec.get("init_kwargs") or {}, spec["input_kwargs"])

@@ -26,7 +26,7 @@ from typing import Any
 
 from evaluation.harness.dsl import unavailable_reason
 from evaluation.harness.evaluate import (
-    EvaluationJob,
+    EvaluationRequest,
     EvaluationSettings,
     evaluate,
     evaluation_mode,
@@ -38,7 +38,7 @@ from evaluation.harness.release import (
     load_public_operator,
     parse_shapes_document,
 )
-from evaluation.harness.results import ShapeResult, json_safe
+from evaluation.harness.results import ShapeReport, json_safe
 from evaluation.harness.sandbox import HarnessError, SandboxSettings, WarmChildren
 from evaluation.protocol import SPEC_VERSION, EventKind, Failed, Progress, Report, Result, Started
 
@@ -160,7 +160,7 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
                 (operator_dir / name).write_text(spec["operator"][key], encoding="utf-8")
             public = load_public_operator(operator_dir, Path(folder))
             hidden = _hidden_shapes(spec)
-            job = EvaluationJob(
+            job = EvaluationRequest(
                 operator=public, candidate_source=spec["candidate_source"],
                 tolerance=Tolerance(**spec["tolerance"]), dsl=spec["dsl"],
                 dsl_ratio_threshold=spec["dsl_ratio_threshold"], seed=spec["seed"],
@@ -170,7 +170,7 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
                            mode=evaluation_mode(device.split(":")[0])))
             stop_here()
 
-            def progress(shape: ShapeResult, done: int, total: int) -> None:
+            def progress(shape: ShapeReport, done: int, total: int) -> None:
                 stop_here()  # a stopped run's last shape was cut short: not reported
                 report(Progress(**ids, done=done, total=total, shape=json_safe(asdict(shape))))
 

@@ -166,7 +166,7 @@ def test_host_unix_sockets_are_out_of_reach(tmp_path: Path) -> None:
 WORKER = """
 import sys
 from pathlib import Path
-from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, evaluate
+from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
 from evaluation.harness.release import load_release
 from evaluation.harness.sandbox import SandboxSettings
 
@@ -174,7 +174,7 @@ release = load_release(Path(sys.argv[1]))
 op = release.operator("rms_norm")
 settings = EvaluationSettings(compile_timeout_s=600, call_timeout_s=600, device="cpu",
                               sandbox=SandboxSettings(workdir_base=sys.argv[3]))
-job = EvaluationJob(operator=op.public, candidate_source=Path(sys.argv[2]).read_text(),
+job = EvaluationRequest(operator=op.public, candidate_source=Path(sys.argv[2]).read_text(),
                     tolerance=op.tolerance, shape_ids=["dev-t3-h200"])
 print("evaluating", flush=True)
 evaluate(job, settings)

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from evaluation.catalog.models import Release
 from evaluation.harness.release import (
     DTYPE_TO_PEAK_PATH,
-    HardwareProfile,
+    HardwareSpec,
     ShapeRoofline,
     load_release,
     project_hardware_profiles,
@@ -80,7 +80,7 @@ def test_the_hidden_tier_is_what_its_script_writes_two_or_three_new_shapes_per_o
     assert release.hidden_shape_count == 31
 
 
-def _each_unit_at_datasheet_peak_s(shape: ShapeRoofline, hardware: HardwareProfile) -> float:
+def _each_unit_at_datasheet_peak_s(shape: ShapeRoofline, hardware: HardwareSpec) -> float:
     """The time of a kernel that does the shape's work on every unit at once, each at its
     datasheet peak: nothing can be faster, so the SOL must not exceed it."""
     compute = [flops / hardware.peak_flops[DTYPE_TO_PEAK_PATH[dtype]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evaluation.harness.evaluate import EvaluationJob, EvaluationSettings, evaluate
+from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
 from evaluation.harness.release import load_release
 from evaluation.harness.results import EvaluationResult
 from evaluation.harness.sandbox import WarmChildren
@@ -28,7 +28,7 @@ def run_candidate(operator: str, source: str, shape_ids: Sequence[str] | None = 
                   warm: WarmChildren | None = None) -> EvaluationResult:
     release = load_release(FIXTURE_RELEASE)
     op = release.operator(operator)
-    job = EvaluationJob(
+    job = EvaluationRequest(
         operator=op.public, candidate_source=source, tolerance=op.tolerance,
         shape_ids=list(shape_ids) if shape_ids is not None else dev_shapes(operator),
         masked_paths=(release.root,),

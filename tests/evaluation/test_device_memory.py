@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.harness.evaluate import EvaluationJob, evaluate
+from evaluation.harness.evaluate import EvaluationRequest, evaluate
 from evaluation.harness.release import load_release
 from evaluation.harness.release_check import (
     DEVICE_REPORT_FORMAT,
@@ -54,7 +54,7 @@ def test_a_reference_out_of_memory_fails_that_shape_as_the_releases_and_the_next
         release_with_oom_reference: Path) -> None:
     release = load_release(release_with_oom_reference)
     op = release.operator("rms_norm")
-    job = EvaluationJob(operator=op.public, candidate_source=sample_source("rms_norm", "triton_native"),
+    job = EvaluationRequest(operator=op.public, candidate_source=sample_source("rms_norm", "triton_native"),
                         tolerance=op.tolerance, shape_ids=["dev-t4-h256", "dev-t3-h200"],
                         masked_paths=(release.root,))
     result = evaluate(job, TEST_SETTINGS)
@@ -82,7 +82,7 @@ def test_running_out_of_memory_while_comparing_fails_that_shape_and_the_next_run
     monkeypatch.setattr(evaluate_mod, "compare_outputs", compare_or_run_out)
     release = load_release(FIXTURE_RELEASE)
     op = release.operator("rms_norm")
-    job = EvaluationJob(operator=op.public, candidate_source=sample_source("rms_norm", "triton_native"),
+    job = EvaluationRequest(operator=op.public, candidate_source=sample_source("rms_norm", "triton_native"),
                         tolerance=op.tolerance, shape_ids=["dev-t4-h256", "dev-t3-h200"],
                         masked_paths=(release.root,))
     wide, narrow = evaluate(job, TEST_SETTINGS).shapes

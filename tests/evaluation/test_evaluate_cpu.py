@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 import torch
 
-from evaluation.harness.evaluate import EvaluationJob, _ShapeRun, _TimedCallJudge, _TrustedSide
+from evaluation.harness.evaluate import EvaluationRequest, _ShapeRun, _TimedCallJudge, _TrustedSide
 from evaluation.harness.release import load_release
 from evaluation.harness.results import SCHEMA_PATH, EvaluationResult
 from evaluation.harness.sandbox import CandidateError
@@ -138,7 +138,7 @@ def test_no_failure_message_names_the_tolerance() -> None:
     elements are wrong and by how much, never the bound."""
     from pathlib import Path
 
-    from evaluation.harness.evaluate import EvaluationJob, evaluate
+    from evaluation.harness.evaluate import EvaluationRequest, evaluate
     from evaluation.harness.release import Tolerance, load_release
     from tests.conftest import FIXTURE_RELEASE
     from tests.evaluation.helpers import TEST_SETTINGS, dev_shapes
@@ -153,7 +153,7 @@ def test_no_failure_message_names_the_tolerance() -> None:
                              ("rms_norm", WRONG_WHILE_WATCHED),
                              ("rms_norm", (cheats / "call_count_skip.py").read_text()),
                              ("rms_norm", (cheats / "input_mutation.py").read_text())]:
-        job = EvaluationJob(operator=release.operator(operator).public, candidate_source=source,
+        job = EvaluationRequest(operator=release.operator(operator).public, candidate_source=source,
                             tolerance=tolerance, shape_ids=dev_shapes(operator))
         failures += [s for s in evaluate(job, TEST_SETTINGS).shapes if s.status == "failed"]
     stages = {s.failed_stage for s in failures}
@@ -215,7 +215,7 @@ def test_a_capture_that_corrupted_the_context_is_not_tried_again_on_the_next_sha
     H200): once one shape's capture corrupted the context, the job's later shapes go eager."""
     release = load_release(FIXTURE_RELEASE)
     operator = release.operator("rms_norm")
-    job = EvaluationJob(operator=operator.public, candidate_source="", tolerance=operator.tolerance)
+    job = EvaluationRequest(operator=operator.public, candidate_source="", tolerance=operator.tolerance)
     trusted = _TrustedSide(job, torch.device("cpu"))
     child = _CaptureCorruptingChild(corrupts)
     monkeypatch.setattr(_TimedCallJudge, "finish", lambda self, checked: None)

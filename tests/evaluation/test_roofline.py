@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evaluation.harness.release import (
-    HardwareProfile,
+    HardwareSpec,
     ReleaseError,
     ShapeRoofline,
     load_release,
@@ -96,7 +96,7 @@ def test_an_unknown_compute_overlap_is_an_error() -> None:
 
 
 def test_a_missing_precision_path_is_an_error_not_a_default() -> None:
-    partial = HardwareProfile(name="X", arch=None, peak_flops={"bf16_tc": 1e15},
+    partial = HardwareSpec(name="X", arch=None, peak_flops={"bf16_tc": 1e15},
                               hbm_bytes_per_s=1e12, launch_floor_s=0)
     shape = ShapeRoofline(w_flops={"fp8_e4m3": 1}, q_read_bytes=1, q_write_bytes=1)
     with pytest.raises(ReleaseError, match="p_peak.fp8_e4m3_tc"):
