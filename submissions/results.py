@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from evaluation.catalog.models import HardwareProfile, Shape
-from evaluation.harness.results import shown_verdict
+from evaluation.harness.results import ShapeReport, shown_verdict
 from evaluation.harness.roofline import roofline_point
 from submissions.models import EvaluationJob, ShapeResult
 from submissions.sol import shape_scores
@@ -20,21 +20,22 @@ from submissions.sol import shape_scores
 def store_shape(job: EvaluationJob, raw: dict[str, Any]) -> None:
     """Store (or replace) one shape's result of the job's current attempt."""
     operator = job.candidate.operator
-    shape = Shape.every_tier.filter(operator=operator, shape_id=raw.get("shape_id")).first()
+    report = ShapeReport.from_dict(raw)
+    shape = Shape.every_tier.filter(operator=operator, shape_id=report.shape_id).first()
     if shape is None or (shape.hidden and shape.shape_id not in job.hidden_shape_ids):
         return  # a shape this job does not cover: ignore rather than trust it
-    timing = raw.get("timing") or {}
-    adoption = raw.get("adoption") or {}
-    roofline = _roofline(job, shape.shape_id, raw, timing)
+    timing = report.timing or {}
+    adoption = report.adoption or {}
+    roofline = _roofline(job, shape.shape_id, report.status, timing)
     ShapeResult.every_tier.update_or_create(
         job=job, attempt=job.attempts, shape=shape,
         defaults={
-            "status": raw.get("status", "failed"),
-            "stage_reached": raw.get("stage_reached") or "",
-            "failed_stage": raw.get("failed_stage") or "",
-            "error": raw.get("error") or "",
-            "max_abs_error": raw.get("max_abs_error"),
-            "max_rel_error": raw.get("max_rel_error"),
+            "status": report.status,
+            "stage_reached": report.stage_reached or "",
+            "failed_stage": report.failed_stage or "",
+            "error": report.error or "",
+            "max_abs_error": report.max_abs_error,
+            "max_rel_error": report.max_rel_error,
             # the raw record stays in `raw`; a CPU run's "native" is stored as unverified
             "verdict": shown_verdict(adoption.get("verdict", ""), job.mode),
             "dsl_ratio": adoption.get("dsl_ratio"),
@@ -61,7 +62,7 @@ def wall_time(timing: dict[str, Any]) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def _roofline(job: EvaluationJob, shape_id: str, raw: dict[str, Any],
+def _roofline(job: EvaluationJob, shape_id: str, status: str,
               timing: dict[str, Any]) -> dict[str, Any]:
     shape = job.candidate.operator.hidden.shape_roofline(shape_id)
     # The profile's current figures, read under a lock: an admin's update of the profile
@@ -69,5 +70,5 @@ def _roofline(job: EvaluationJob, shape_id: str, raw: dict[str, Any],
     hardware = (HardwareProfile.objects.select_for_update(no_key=True)
                 .get(pk=job.candidate.submission.hardware_id))
     sol_s = roofline_point(shape, hardware.as_spec()).sol_s if shape is not None else None
-    return shape_scores(sol_s, str(raw.get("status")), timing.get("median_s"),
+    return shape_scores(sol_s, str(status), timing.get("median_s"),
                         timing.get("measured", False), hardware.launch_floor_s)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,16 @@ class ShapeReport:
     # s}, "counts": {step: n}}; diagnostic, never scored.
     steps: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ShapeReport:
+        """One shape's report read back from JSON (a progress report, a result's shapes): a
+        key this version does not know is left out, a missing one takes its default, and a
+        report without a shape id names none ("")."""
+        known = {f.name for f in fields(cls)}
+        values = {key: value for key, value in data.items() if key in known}
+        values.setdefault("shape_id", "")
+        return cls(**values)
+
     @property
     def verdict(self) -> str | None:
         return self.adoption["verdict"] if self.adoption else None
@@ -111,9 +122,9 @@ class EvaluationResult:
     def from_dict(cls, data: dict[str, Any]) -> EvaluationResult:
         if data.get("schema") != SCHEMA_VERSION:
             raise ValueError(f"unsupported result schema {data.get('schema')!r}")
-        fields = dict(data)
-        fields["shapes"] = [ShapeReport(**s) for s in data["shapes"]]
-        return cls(**fields)
+        values = dict(data)
+        values["shapes"] = [ShapeReport.from_dict(s) for s in data["shapes"]]
+        return cls(**values)
 
 
 def json_safe(value: Any) -> Any:
