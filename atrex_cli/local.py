@@ -8,12 +8,10 @@ Triton's interpreter, like `python -m evaluation` and the portal's CPU workers.
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from atrex_cli.client import EXIT_HARNESS, EXIT_REJECTED, CliError
 
@@ -36,11 +34,11 @@ def evaluate_local(run: LocalRun, console: Console) -> bool:
     # The harness imports torch and Triton: only this command pays for that.
     import torch
 
-    from evaluation.cli import result_table
-    from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
+    from evaluation.harness.evaluate import EvaluationSettings
     from evaluation.harness.release import ReleaseError, load_release
-    from evaluation.harness.results import CPU_INTERPRETER, PASSED, ShapeReport, shown_verdict
+    from evaluation.harness.results import CPU_INTERPRETER, PASSED
     from evaluation.harness.sandbox import HarnessError
+    from evaluation.local_evaluation import evaluate_with_progress, local_request, print_result
 
     if not run.candidate.is_file():
         raise CliError(f"no such candidate file: {run.candidate}")
@@ -60,31 +58,14 @@ def evaluate_local(run: LocalRun, console: Console) -> bool:
     dsl = run.dsl or accepted[0]
     if dsl not in accepted:
         raise CliError(f"--dsl {dsl}: {release.root.name} accepts {', '.join(accepted)}")
-    job = EvaluationRequest(
-        operator=operator.public, candidate_source=source,
-        tolerance=operator.tolerance, shape_ids=shape_ids, dsl=dsl,
-        dsl_ratio_threshold=release.settings.dsl_ratio_threshold,
-        masked_paths=(release.root,) if release.has_hidden_files else ())
+    job = local_request(release, operator, source, shape_ids, dsl)
     settings = EvaluationSettings(trials=run.trials, compile_timeout_s=run.timeout_s,
                                   device=device)
     try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=console) as bar:
-            task = bar.add_task(f"{operator.name}: starting", total=len(shape_ids))
-
-            def progress(shape: ShapeReport, done: int, total: int) -> None:
-                state = (shown_verdict(shape.verdict, mode) or "correct") \
-                    if shape.status == PASSED else f"failed at {shape.failed_stage}"
-                bar.update(task, completed=done,
-                           description=f"{operator.name}: {shape.shape_id} {state}")
-
-            result = evaluate(job, settings, progress)
+        result = evaluate_with_progress(job, settings, console, mode)
     except HarnessError as exc:
         raise CliError(f"harness error: {exc}", exit_code=EXIT_HARNESS) from None
-    out = Console(markup=False, highlight=False)  # errors are shown verbatim
-    if not out.is_terminal:
-        out.width = 160  # logs and pipes: one row per line
-    out.print(result_table(result))
+    print_result(result, Console(markup=False, highlight=False))  # errors shown verbatim
     total = len(result.shapes)
     passed = sum(s.status == PASSED for s in result.shapes)
     native = sum(s.status == PASSED and s.verdict == "native" for s in result.shapes)
@@ -124,15 +105,15 @@ def checked_source(path: Path) -> str:
 def choose_shapes(all_ids: list[str], pattern: str | None, device: str) -> list[str]:
     """--shapes (comma-separated ids or globs); by default every shape on a GPU and the dev
     tier (`dev-*`, sized for the interpreter) on a CPU when the operator has one."""
+    from evaluation.local_evaluation import select_shapes
+
     if pattern is None:
         dev = [s for s in all_ids if s.startswith("dev-")]
         return dev if device == "cpu" and dev else all_ids
-    chosen: list[str] = []
-    for part in (p.strip() for p in pattern.split(",") if p.strip()):
-        matches = [s for s in all_ids if fnmatch.fnmatchcase(s, part)]
-        if not matches:
-            raise CliError(f"no shape matches {part!r} (shapes: {', '.join(all_ids)})")
-        chosen += [m for m in matches if m not in chosen]
+    try:
+        chosen = select_shapes(all_ids, pattern) if pattern else []
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     if not chosen:
         raise CliError("--shapes selects no shape")
     return chosen

@@ -8,18 +8,15 @@ release, 3 when the harness itself failed.
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from .harness.dsl import KNOWN_DSLS
-from .harness.evaluate import EvaluationRequest, EvaluationSettings, apply_roofline, evaluate
+from .harness.evaluate import EvaluationSettings, apply_roofline
 from .harness.release import (
     HardwareSpec,
     ReleaseError,
@@ -27,9 +24,9 @@ from .harness.release import (
     project_hardware_profiles,
 )
 from .harness.release_check import ShapeOnDevice, check_on_device, check_release, device_findings
-from .harness.results import PASSED, EvaluationResult, ShapeReport, shown_verdict
 from .harness.sandbox import HarnessError, SandboxSettings
 from .harness.timing import TimingSettings
+from .local_evaluation import evaluate_with_progress, local_request, print_result, select_shapes
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_HARNESS = 0, 1, 2, 3
 
@@ -97,37 +94,22 @@ def _evaluate(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[red]no such candidate file:[/] {args.candidate}")
         return EXIT_USAGE
     try:
-        shape_ids = _select_shapes([s.id for s in operator.public.shapes], args.shapes)
+        shape_ids = select_shapes([s.id for s in operator.public.shapes], args.shapes)
     except ValueError as exc:
         console.print(f"[red]{exc}[/]")
         return EXIT_USAGE
     hardware = _hardware(release.hardware, args.hardware, operator.roofline is not None)
-    job = EvaluationRequest(
-        operator=operator.public, candidate_source=args.candidate.read_text(encoding="utf-8"),
-        tolerance=operator.tolerance, shape_ids=shape_ids, dsl=args.dsl or release.settings.dsl,
-        dsl_ratio_threshold=release.settings.dsl_ratio_threshold,
-        masked_paths=(release.root,) if release.has_hidden_files else (),
-    )
+    job = local_request(release, operator, args.candidate.read_text(encoding="utf-8"),
+                        shape_ids, args.dsl or release.settings.dsl)
     settings = EvaluationSettings(
         trials=args.trials, compile_timeout_s=args.timeout, device=args.device,
         timing=TimingSettings(max_seconds=args.time_cap),
         sandbox=SandboxSettings(isolate=not args.no_isolation),
     )
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console) as bar:
-        task = bar.add_task(f"{operator.name}: starting", total=len(shape_ids))
-
-        def progress(shape: ShapeReport, done: int, total: int) -> None:
-            bar.update(task, completed=done,
-                       description=f"{operator.name}: {shape.shape_id} {_status(shape)}")
-
-        result = evaluate(job, settings, progress)
+    result = evaluate_with_progress(job, settings, console, mode="")  # verdicts as recorded
     if hardware is not None and operator.roofline is not None:
         apply_roofline(result, operator.roofline, hardware)
-    out = Console()
-    if not out.is_terminal:
-        out.width = 160  # logs and pipes: keep each row on one line
-    out.print(result_table(result))
+    print_result(result, Console())
     if args.json:
         args.json.write_text(result.to_json())
         console.print(f"result written to {args.json}")
@@ -192,18 +174,6 @@ def _check_release(args: argparse.Namespace, console: Console) -> int:
     return EXIT_PROBLEMS if problems else EXIT_OK
 
 
-def _select_shapes(all_ids: list[str], pattern: str | None) -> list[str]:
-    if not pattern:
-        return all_ids
-    chosen: list[str] = []
-    for part in (p.strip() for p in pattern.split(",") if p.strip()):
-        matches = [s for s in all_ids if fnmatch.fnmatchcase(s, part)]
-        if not matches:
-            raise ValueError(f"no shape matches {part!r} (shapes: {', '.join(all_ids)})")
-        chosen += [m for m in matches if m not in chosen]
-    return chosen
-
-
 def _hardware(profiles: Mapping[str, HardwareSpec], name: str | None,
               has_roofline: bool) -> HardwareSpec | None:
     if name is None and not has_roofline:
@@ -214,44 +184,6 @@ def _hardware(profiles: Mapping[str, HardwareSpec], name: str | None,
         raise ReleaseError("configs/hardware", name,
                            f"no such hardware profile (known: {', '.join(sorted(available))})")
     return available[name]
-
-
-def _status(shape: ShapeReport) -> str:
-    if shape.status != PASSED:
-        return f"failed at {shape.failed_stage}"
-    return shape.verdict or "correct"
-
-
-def result_table(result: EvaluationResult) -> Table:
-    table = Table(title=f"{result.operator} on {result.device} ({result.mode})")
-    for column in ("shape", "status", "max error", "time", "SOL", "attainment", "verdict"):
-        table.add_column(column)
-    for shape in result.shapes:
-        timing = shape.timing or {}
-        roofline = shape.roofline or {}
-        status = "passed" if shape.status == PASSED else f"failed ({shape.failed_stage})"
-        table.add_row(
-            shape.shape_id, status,
-            "-" if shape.max_abs_error is None else f"{shape.max_abs_error:.3g}",
-            # One convention with the portal and `atrex`: a correct shape without a time is
-            # "not timed" (not 0); a failed one has no time to show.
-            _microseconds(timing.get("median_s")) if timing.get("measured")
-            else "not timed" if shape.status == PASSED else "-",
-            _microseconds(roofline.get("sol_s")),
-            "-" if roofline.get("attainment") is None else
-            f"{roofline['attainment']:.3f}" + (" SUSPICIOUS" if roofline.get("suspicious") else ""),
-            shown_verdict(shape.verdict, result.mode) or "-",
-        )
-    errors = [s for s in result.shapes if s.error]
-    if errors:
-        table.caption = "\n".join(f"{s.shape_id}: {s.error}" for s in errors)
-    return table
-
-
-def _microseconds(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    return f"{seconds * 1e9:.1f} ns" if seconds < 1e-6 else f"{seconds * 1e6:.2f} µs"
 
 
 if __name__ == "__main__":
