@@ -19,23 +19,21 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from _path import REPO
 
-from evaluation.harness.evaluate import (  # noqa: E402
+from evaluation.harness.evaluate import (
     EvaluationRequest,
     EvaluationSettings,
     apply_roofline,
     evaluate,
 )
-from evaluation.harness.release import load_release  # noqa: E402
-from evaluation.harness.sandbox import SandboxSettings, WarmChildren  # noqa: E402
-from evaluation.harness.timing import TimingSettings  # noqa: E402
+from evaluation.harness.release import load_release
+from evaluation.harness.sandbox import SandboxSettings, WarmChildren
+from evaluation.harness.timing import TimingSettings
 
 RELEASE = REPO / "evaluation" / "releases" / "atrex-fixture"
 CASES = REPO / "tests" / "adversarial" / "candidates"

@@ -18,12 +18,10 @@ import random
 import statistics
 import sys
 import time
-from pathlib import Path
 
+import _path  # noqa: F401 (the repository root on sys.path)
 import psycopg
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 SCRATCH_DB = "atrex_board_benchmark"
 
 

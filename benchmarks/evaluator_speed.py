@@ -13,14 +13,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from _path import REPO
 
-from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate  # noqa: E402
-from evaluation.harness.release import load_release  # noqa: E402
-from evaluation.harness.sandbox import WarmChildren  # noqa: E402
+from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
+from evaluation.harness.release import load_release
+from evaluation.harness.sandbox import WarmChildren
 
 RELEASE = REPO / "evaluation" / "releases" / "atrex-fixture"
 CANDIDATES = REPO / "evaluation" / "sample_candidates"

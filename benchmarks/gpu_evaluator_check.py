@@ -18,13 +18,12 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from _path import REPO
 
-from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, apply_roofline, evaluate  # noqa: E402
-from evaluation.harness.release import load_release  # noqa: E402
-from evaluation.harness.results import EvaluationResult  # noqa: E402
-from evaluation.harness.sandbox import SandboxSettings, WarmChildren  # noqa: E402
+from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, apply_roofline, evaluate
+from evaluation.harness.release import load_release
+from evaluation.harness.results import EvaluationResult
+from evaluation.harness.sandbox import SandboxSettings, WarmChildren
 
 RELEASE = REPO / "evaluation" / "releases" / "atrex-fixture"
 CANDIDATES = REPO / "evaluation" / "sample_candidates"

@@ -32,11 +32,10 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
+import _path  # noqa: F401 (the repository root on sys.path)
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
 SIZES_MB = (8, 22, 151)  # the public rms_norm's median, mean and largest output (bf16)
 # --mount-proc: a /proc of the new PID namespace, as the jail mounts one. Without it the
 # child's CUDA initialisation failed on the H200 (error 304, 2026-12-03: results/h200-2026-12-03/
@@ -71,7 +70,6 @@ def mapped(fd: int, nbytes: int) -> tuple[mmap.mmap, torch.Tensor]:
 
 def child(fd: int, nbytes: int, repeat: int) -> None:
     """In the sandbox: fill the shared mapping from the device, one size after another."""
-    sys.path.insert(0, str(ROOT))
     from evaluation.harness import syscall_filter
 
     syscall_filter.install()

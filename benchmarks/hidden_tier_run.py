@@ -33,9 +33,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _path import REPO
 from stack import gpu_worker, path_with, results_worker, stop, wait_ready
 
-REPO = Path(__file__).resolve().parents[1]
 STARTER = REPO / "evaluation" / "releases" / "atrex-starter"
 SAMPLES = REPO / "evaluation" / "sample_candidates" / "rms_norm"
 HARDWARE = "H200"

@@ -2,11 +2,11 @@
 
 For a few host-bound public references, rounds that alternate, so drift of the host's
 state over seconds hits both alike:
-  plain    - events around the forward on the same buffers, after an L2 sweep (torch) and a
+  plain    - events around the forward on the same buffers, after the harness's L2 sweep and a
              synchronize: the measurement report's wall time;
   fresh    - the same, after new contents were copied into the buffers, as the harness
              refills them before every timed call (timed_calls.FreshInputs);
-  harness  - one sample as timing._Sampler takes it, unprofiled (refill, the harness's
+  harness  - one sample as timing.Sampler takes it, unprofiled (refill, the harness's
              sweep kernel, persisting-L2 reset, synchronize, events, its markers).
 Then timing.measure_forward on the same forward. Prints medians and p10/p90 per kind.
 
@@ -22,12 +22,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-import torch  # noqa: E402
-from measurement_report import FLUSH_BYTES, Case, load_case  # noqa: E402
+import _path  # noqa: F401 (the repository root on sys.path)
+import torch
+from measurement_report import Case, load_case
 
 CASES = [Case("multi", "public", op, s) for op, s in (
     ("unified_attention", "8"), ("fused_moe", "0"), ("moe_align_block_size", "0"),
@@ -39,11 +36,11 @@ def probe(case: Case, public: Path, rounds: int) -> dict[str, Any]:
     from evaluation.harness.release import load_release
     from evaluation.harness.timed_calls import FreshInputs
     from evaluation.harness.timing import (
+        L2Flusher,
+        Sampler,
         TimingSettings,
-        _L2Flusher,
-        _persisting_l2_resetter,
-        _Sampler,
         measure_forward,
+        persisting_l2_resetter,
     )
 
     forward, sets = load_case(case, public)
@@ -53,9 +50,9 @@ def probe(case: Case, public: Path, rounds: int) -> dict[str, Any]:
     fresh = FreshInputs(lambda seed: make_inputs(inputs_module, kwargs, seed,
                                                  torch.device("cuda")),
                         sets, list(range(len(sets))))
-    sampler = _Sampler(lambda i: forward(sets[i]), sets, _L2Flusher("read"),
-                       _persisting_l2_resetter(), fresh.refill, None)
-    sweep = torch.ones(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    sampler = Sampler(lambda i: forward(sets[i]), sets, L2Flusher("read"),
+                       persisting_l2_resetter(), fresh.refill, None)
+    flush = L2Flusher("read")
     times: dict[str, list[float]] = {"plain": [], "fresh": [], "harness": []}
     for inputs in sets:
         forward(inputs)
@@ -67,7 +64,7 @@ def probe(case: Case, public: Path, rounds: int) -> dict[str, Any]:
                 continue
             if kind == "fresh":
                 fresh.refill(index)
-            sweep.sum()
+            flush()
             torch.cuda.synchronize()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()

@@ -32,17 +32,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+from _path import REPO
+
+from evaluation.harness.release import load_release
+from evaluation.harness.results import shown_verdict
+from evaluation.harness.sandbox import SandboxSettings
+from evaluation.protocol import job_spec
+from evaluation.worker.jobs import run_job_spec, warm_children, worker_device
+
 # Cases whose outputs are right and whose trick is in what ran: caught when no shape is
 # judged native (on a GPU "mixed", on a CPU "unverified-cpu")
 VERDICT_CASES = frozenset({"cpu_mode_switch"})
-sys.path.insert(0, str(REPO))
-
-from evaluation.harness.release import load_release  # noqa: E402
-from evaluation.harness.results import shown_verdict  # noqa: E402
-from evaluation.harness.sandbox import SandboxSettings  # noqa: E402
-from evaluation.protocol import job_spec  # noqa: E402
-from evaluation.worker.jobs import run_job_spec, warm_children, worker_device  # noqa: E402
 
 CANDIDATES = REPO / "tests" / "adversarial" / "candidates"
 HONEST = REPO / "evaluation" / "sample_candidates" / "rms_norm" / "triton_native.py"

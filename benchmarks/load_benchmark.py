@@ -52,9 +52,8 @@ from typing import Any
 
 import httpx
 import psycopg
+from _path import REPO
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 STARTER = REPO / "evaluation" / "releases" / "atrex-starter"
 CANDIDATE = REPO / "evaluation" / "sample_candidates" / "rms_norm" / "triton_native.py"
 HARDWARE = "H200"

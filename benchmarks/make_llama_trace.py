@@ -33,9 +33,10 @@ from types import ModuleType
 from typing import Any
 
 import torch
+from _path import REPO
 from torch.profiler import ProfilerActivity, profile, record_function
 
-RELEASE = Path(__file__).resolve().parents[1] / "evaluation" / "releases" / "atrex-starter"
+RELEASE = REPO / "evaluation" / "releases" / "atrex-starter"
 KEEP_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver",
                    "user_annotation", "gpu_user_annotation"}
 
@@ -258,9 +259,6 @@ def main() -> None:
 
 def weights_preview(out: Path, name: str, tag: str) -> None:
     """The weights import_traces will derive (same code, no database), for the docs."""
-    import sys
-
-    sys.path.insert(0, str(RELEASE.parents[2]))
     from evaluation.traces import combine_traces, parse_rules, read_trace, trace_shares
 
     rules_doc = json.loads((RELEASE / "data" / "trace_rules.json").read_text())

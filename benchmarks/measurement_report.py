@@ -50,13 +50,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-import torch  # noqa: E402
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
-from ncu import NVTX_RANGE, profile_kernels  # noqa: E402
+import torch
+import triton
+import triton.language as tl
+from _path import REPO
+from ncu import NVTX_RANGE, profile_kernels
 
 RELEASES = {"fixture": REPO / "evaluation" / "releases" / "atrex-fixture",
             "starter": REPO / "evaluation" / "releases" / "atrex-starter"}
@@ -65,7 +63,6 @@ DOC = REPO / "docs" / "measurement.md"
 # What follows this line in the doc comes from other scripts' runs (worker_speed.py's step
 # tables): a new report keeps it.
 KEPT_MARKER = "<!-- below: from other scripts' runs; measurement_report.py keeps it -->"
-FLUSH_BYTES = 256 * 1024 * 1024
 FIDELITY = 0.05  # issue 16: within 5% of ncu
 CAPTURE_SLACK = 0.02  # issue 24: refusing capture never scores more than 2% faster
 WALL_AGREEMENT = 0.05  # issue 24: host-bound eager forwards within 5% of their wall time
@@ -182,7 +179,9 @@ def load_case(case: Case, public: Path | None, max_sets: int = 4,
 def ncu_target(cases: list[Case], launches: int, public: Path | None) -> None:
     """What ncu profiles: per case a boundary kernel, then `launches` forwards, each after
     a read sweep of L2 outside the profiled range and opened by a boundary kernel."""
-    sweep = torch.ones(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    from evaluation.harness.timing import L2Flusher
+
+    flush = L2Flusher("read")  # the harness's own sweep, as before each of its samples
     flag = torch.zeros(1, dtype=torch.int32, device="cuda")
     for case in cases:
         forward, sets = load_case(case, public, max_sets=2)
@@ -193,7 +192,7 @@ def ncu_target(cases: list[Case], launches: int, public: Path | None) -> None:
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_pop()
         for i in range(launches):
-            sweep.sum()
+            flush()
             torch.cuda.synchronize()
             torch.cuda.nvtx.range_push(NVTX_RANGE)
             _forward_boundary[(1,)](flag)
@@ -240,10 +239,12 @@ def wall_time(forward: Callable[..., object], sets: list[Any], samples: int = 20
 
 def wall_samples(forward: Callable[..., object], sets: list[Any], samples: int) -> list[float]:
     """Per forward: events around it after a read sweep of L2, the device idle at its start."""
-    sweep = torch.ones(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    from evaluation.harness.timing import L2Flusher
+
+    flush = L2Flusher("read")
     times = []
     for i in range(samples):
-        sweep.sum()
+        flush()
         torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()

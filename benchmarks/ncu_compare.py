@@ -17,21 +17,18 @@ import shutil
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import torch
+from _path import REPO
 
-import torch  # noqa: E402
-
-from evaluation.harness.operator_files import (  # noqa: E402
+from evaluation.harness.operator_files import (
     candidate_model_class,
     import_file,
     make_inputs,
     make_model,
 )
-from evaluation.harness.release import load_release  # noqa: E402
-from evaluation.harness.timing import TimingSettings, measure_forward  # noqa: E402
+from evaluation.harness.release import load_release
+from evaluation.harness.timing import TimingSettings, measure_forward
 
 RELEASE = REPO / "evaluation" / "releases" / "atrex-fixture"
 CANDIDATES = REPO / "evaluation" / "sample_candidates"

@@ -23,11 +23,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from _path import REPO
 
-from benchmarks.ncu import find_ncu  # noqa: E402
-from evaluation.harness import ncu_profile  # noqa: E402
+from benchmarks.ncu import find_ncu
+from evaluation.harness import ncu_profile
 
 FIXTURE = REPO / "evaluation" / "releases" / "atrex-fixture"
 SAMPLES = REPO / "evaluation" / "sample_candidates"

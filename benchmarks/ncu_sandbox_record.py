@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from _path import REPO
 
-from evaluation.harness.ncu_sandbox import profile_shape  # noqa: E402
-from evaluation.harness.release import load_release  # noqa: E402
-from evaluation.harness.sandbox import SandboxSettings  # noqa: E402
+from evaluation.harness.ncu_sandbox import profile_shape
+from evaluation.harness.release import load_release
+from evaluation.harness.sandbox import SandboxSettings
 
 FIXTURE = REPO / "evaluation" / "releases" / "atrex-fixture"
 SAMPLES = REPO / "evaluation" / "sample_candidates" / "rms_norm"

@@ -46,9 +46,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from _path import REPO
 from stack import gpu_worker, path_with, results_worker, stop, wait_ready
 
-REPO = Path(__file__).resolve().parents[1]
 HARDWARE = "H200"
 DOC = REPO / "docs" / "baselines.md"
 SECTION = "## The public Atrex-Bench: PyTorch-eager baseline"
@@ -63,7 +63,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                       DJANGO_SETTINGS_MODULE="portal.settings", PYTHONPATH=path_with(str(REPO)))
     os.environ.pop("CELERY_BROKER_URL", None)  # the filesystem broker, in the state folder
     shutil.rmtree(state / "broker", ignore_errors=True)  # jobs are sent again below, once
-    sys.path.insert(0, str(REPO))
     import django
 
     django.setup()
@@ -231,7 +230,6 @@ def stored_summary(state: Path, like: dict[str, Any]) -> dict[str, Any]:
     JSON of an earlier run on the same host."""
     os.environ.update(DATABASE_URL=f"sqlite:///{state.resolve() / 'db.sqlite3'}",
                       DJANGO_SETTINGS_MODULE="portal.settings")
-    sys.path.insert(0, str(REPO))
     import django
 
     django.setup()

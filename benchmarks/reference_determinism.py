@@ -19,25 +19,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
+from _path import REPO
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from evaluation.harness.child import _poison as poison  # noqa: E402 (the child's own)
-from evaluation.harness.compare import as_output_dict, compare_outputs  # noqa: E402
-from evaluation.harness.operator_files import (  # noqa: E402
+from evaluation.harness.child import poison  # the child's own
+from evaluation.harness.compare import as_output_dict, compare_outputs
+from evaluation.harness.operator_files import (
     candidate_model_class,
     import_file,
     make_inputs,
     make_model,
 )
-from evaluation.harness.release import load_release  # noqa: E402
+from evaluation.harness.release import load_release
 
 
 def first_difference(a: torch.Tensor, b: torch.Tensor) -> str:

@@ -19,11 +19,10 @@ import statistics
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from _path import REPO
 
-from evaluation.harness.release import load_hardware_profile, load_release  # noqa: E402
-from evaluation.harness.roofline import roofline_point  # noqa: E402
+from evaluation.harness.release import load_hardware_profile, load_release
+from evaluation.harness.roofline import roofline_point
 
 TICK_S = 32e-9
 

@@ -30,19 +30,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from _path import REPO
 
-from evaluation.harness import jail  # noqa: E402
-from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate  # noqa: E402
-from evaluation.harness.release import load_release  # noqa: E402
-from evaluation.harness.sandbox import (  # noqa: E402
+from evaluation.harness import jail
+from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
+from evaluation.harness.release import load_release
+from evaluation.harness.sandbox import (
     SAFE_PATH,
     SandboxSettings,
-    _jail_problem,
+    jail_problem,
     planned_isolation,
 )
-from evaluation.harness.workarea import AREA_PREFIX, WorkArea  # noqa: E402
+from evaluation.harness.workarea import AREA_PREFIX, WorkArea
 
 FIXTURE = REPO / "evaluation" / "releases" / "atrex-fixture"
 SAMPLES = REPO / "evaluation" / "sample_candidates" / "rms_norm"
@@ -61,7 +60,7 @@ def diagnose() -> list[str]:
         full = jail.script(paths, plan, ["true"]).splitlines()
         head = full[:3]  # set -eu, R=..., the root's tmpfs
         for index, step in enumerate([*plan, None]):
-            body = [jail._step(op) for op in plan[:index + 1]] if step else full[3:]
+            body = [jail.mount_step(op) for op in plan[:index + 1]] if step else full[3:]
             done = subprocess.run(["unshare", "--mount", "--net", "--pid", "--fork", "--",
                                    "/bin/sh", "-c", "\n".join([*head, *body, "exit 0"])],
                                   capture_output=True, text=True, env={"PATH": SAFE_PATH})
@@ -169,7 +168,7 @@ def main() -> int:
 
     report: dict[str, Any] = {"uname": os.uname().release, "euid": os.geteuid(),
                               "torch": torch.__version__, "gpus": torch.cuda.device_count(),
-                              "jail_problem": _jail_problem()}
+                              "jail_problem": jail_problem()}
     print(json.dumps(report), flush=True)
     if report["jail_problem"] is not None:
         for line in diagnose():

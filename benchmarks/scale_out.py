@@ -44,9 +44,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _path import REPO
 from stack import gpu_worker, path_with, results_worker, stop, wait_ready
 
-REPO = Path(__file__).resolve().parents[1]
 HARDWARE = "H200"
 
 

@@ -31,23 +31,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import _path  # noqa: F401 (the repository root on sys.path)
+import torch
 
-import torch  # noqa: E402
-
-from evaluation.baselines import PYTORCH, baseline_source  # noqa: E402
-from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate  # noqa: E402
-from evaluation.harness.operator_files import import_file, make_inputs, make_model  # noqa: E402
-from evaluation.harness.release import load_release  # noqa: E402
-from evaluation.harness.sandbox import WarmChildren  # noqa: E402
-from evaluation.harness.timing import (  # noqa: E402
-    _atrex_sample_end,
-    _L2Flusher,
-    _profiled_batch,
-    device_records,
-    prepare_timing,
-)
+from evaluation.baselines import PYTORCH, baseline_source
+from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
+from evaluation.harness.operator_files import import_file, make_inputs, make_model
+from evaluation.harness.release import load_release
+from evaluation.harness.sandbox import WarmChildren
+from evaluation.harness.timing import L2Flusher, Sampler, device_records, prepare_timing
 
 
 def probes(operator: Any, shape: Any) -> dict[str, Any]:
@@ -78,19 +70,10 @@ def probes(operator: Any, shape: Any) -> dict[str, Any]:
         torch.cuda.synchronize()
     out["kernels"] = len(device_records(prof))
     out["profiled_s"] = time.perf_counter() - started
-    flush = _L2Flusher("read")
-    end_flag = torch.zeros(1, dtype=torch.int32, device="cuda")
-
-    def one_sample(i: int, start: Any, end: Any) -> None:  # as measure_forward's, no refill
-        flush()
-        start.record()
-        forward(inputs)
-        end.record()
-        torch.cuda.synchronize()
-        _atrex_sample_end[(1,)](end_flag)
-
+    # one profiled sample as the harness takes it (flush, events, markers, records parsed)
+    sampler = Sampler(lambda i: forward(inputs), [inputs], L2Flusher("read"), None, None, None)
     started = time.perf_counter()
-    _profiled_batch(one_sample, 1, 0, flush.marker)
+    sampler.profiled(1)
     out["sample_s"] = time.perf_counter() - started
     return out
 

@@ -22,20 +22,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from _path import REPO
 
-from evaluation.baselines import PYTORCH, TORCH_COMPILE, baseline_source  # noqa: E402
-from evaluation.harness.evaluate import (  # noqa: E402
+from evaluation.baselines import PYTORCH, TORCH_COMPILE, baseline_source
+from evaluation.harness.evaluate import (
     EvaluationRequest,
     EvaluationSettings,
     apply_roofline,
     evaluate,
 )
-from evaluation.harness.release import load_release  # noqa: E402
-from evaluation.harness.roofline import roofline_point  # noqa: E402
-from evaluation.harness.sandbox import SandboxSettings, WarmChildren  # noqa: E402
-from leaderboard.scoring import (  # noqa: E402
+from evaluation.harness.release import load_release
+from evaluation.harness.roofline import roofline_point
+from evaluation.harness.sandbox import SandboxSettings, WarmChildren
+from leaderboard.scoring import (
     ScoringPolicy,
     ShapeOutcome,
     normalise_weights,

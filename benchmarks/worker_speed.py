@@ -26,20 +26,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate  # noqa: E402
-from evaluation.harness.release import load_release  # noqa: E402
-from evaluation.harness.sandbox import SandboxSettings  # noqa: E402
-from evaluation.harness.timing import TimingSettings  # noqa: E402
-from evaluation.protocol import job_spec  # noqa: E402
-from evaluation.worker.jobs import run_job_spec, warm_children, worker_device  # noqa: E402
+from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
+from evaluation.harness.release import load_release
+from evaluation.harness.sandbox import SandboxSettings
+from evaluation.harness.timing import TimingSettings
+from evaluation.protocol import job_spec
+from evaluation.worker.jobs import run_job_spec, warm_children, worker_device
 
 
 def cli_runs(release: Path, operator: str, source: str, shapes: list[str],

@@ -250,7 +250,7 @@ class ChildRuntime:
                 inputs = make_inputs(self._inputs(), request["input_kwargs"], seed, self.device)
                 _reseed()
                 before = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
-                _poison(self.device, max(2 * tensor_bytes(inputs), 1 << 20))
+                poison(self.device, max(2 * tensor_bytes(inputs), 1 << 20))
                 _synchronize(self.device)
             started = time.perf_counter()
             try:
@@ -497,7 +497,7 @@ def _no_tqdm_monitor() -> None:
     tqdm.tqdm.monitor_interval = 0
 
 
-def _poison(device: torch.device, nbytes: int) -> None:
+def poison(device: torch.device, nbytes: int) -> None:
     """Fill memory the allocator will hand out next, so unwritten outputs show as NaN."""
     buffer = torch.empty(min(nbytes, MAX_POISON_BYTES), dtype=torch.uint8, device=device)
     buffer.fill_(POISON_BYTE)

@@ -163,7 +163,8 @@ def gpu_devices() -> list[str]:
     return sorted(str(p) for p in Path("/dev").glob("nvidia*"))
 
 
-def _step(op: Op) -> str:
+def mount_step(op: Op) -> str:
+    """The shell line that carries out one step of the mount plan (`script` joins them)."""
     target = '"$R"' + shlex.quote(op.target)
     source = shlex.quote(op.source)
     parent = '"$R"' + shlex.quote(str(Path(op.target).parent))
@@ -191,9 +192,9 @@ def script(paths: JailPaths, plan: Sequence[Op], payload: Sequence[str]) -> str:
         "set -eu",
         f"R={shlex.quote(str(paths.mountpoint))}",
         'mount -t tmpfs -o mode=0755,nosuid,nodev,size=16m atrex-root "$R"',
-        *(_step(op) for op in plan),
-        _step(Op("bind_rw", str(WORK), str(paths.workdir))),
-        _step(Op("bind_rw", str(CACHE), str(paths.cache_dir))),
+        *(mount_step(op) for op in plan),
+        mount_step(Op("bind_rw", str(WORK), str(paths.workdir))),
+        mount_step(Op("bind_rw", str(CACHE), str(paths.cache_dir))),
         'mkdir "$R/proc" "$R/.old"',
         'cd "$R"',
         "pivot_root . .old",

@@ -187,7 +187,7 @@ def describe_exit(returncode: int | None) -> str:
 
 
 @functools.cache
-def _jail_problem() -> str | None:
+def jail_problem() -> str | None:
     """None when this host can build the child's private root (jail.py); else why not.
 
     The probe builds the same root a child gets and runs `true` in it as an unprivileged uid.
@@ -226,7 +226,7 @@ ALWAYS_MASKED = (_PROJECT / "evaluation" / "releases", _PROJECT / "var", _PROJEC
 
 
 def planned_isolation(settings: SandboxSettings, masked: Sequence[Path]) -> Isolation:
-    problem = _jail_problem() if settings.isolate else "isolation disabled by settings"
+    problem = jail_problem() if settings.isolate else "isolation disabled by settings"
     if problem is None:
         plan = _plan(settings, masked, gpu=False)
         covered = tuple(op.target for op in plan if op.kind == "mask")

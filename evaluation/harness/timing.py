@@ -200,9 +200,9 @@ class ForwardWindow:
 
 def prepare_timing() -> None:
     """Compile the harness's kernels and start the profiler once, without launching a kernel."""
-    dummy = torch.empty(_L2Flusher.BLOCK, dtype=torch.int32, device="cuda")
-    _atrex_l2_flush.warmup(dummy, dummy.numel(), 1, BLOCK=_L2Flusher.BLOCK, grid=(1,))
-    _atrex_l2_flush_read.warmup(dummy, dummy, dummy.numel(), BLOCK=_L2Flusher.BLOCK, grid=(1,))
+    dummy = torch.empty(L2Flusher.BLOCK, dtype=torch.int32, device="cuda")
+    _atrex_l2_flush.warmup(dummy, dummy.numel(), 1, BLOCK=L2Flusher.BLOCK, grid=(1,))
+    _atrex_l2_flush_read.warmup(dummy, dummy, dummy.numel(), BLOCK=L2Flusher.BLOCK, grid=(1,))
     _atrex_forward_returned.warmup(dummy, grid=(1,))
     _atrex_sample_end.warmup(dummy, grid=(1,))
     activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
@@ -229,8 +229,8 @@ def measure_forward(
     steps = steps if steps is not None else Steps()
     launch, method, graph_error, call_s = _prepare_launch(forward, input_sets,
                                                          settings.allow_graph, steps)
-    sampler = _Sampler(launch, input_sets, _L2Flusher(settings.flush),
-                       _persisting_l2_resetter(), refill, after_call, steps)
+    sampler = Sampler(launch, input_sets, L2Flusher(settings.flush),
+                       persisting_l2_resetter(), refill, after_call, steps)
     side = settings.side_samples if call_s * settings.side_samples < settings.max_seconds / 2 \
         else settings.side_samples_at_cap
     batch_started = time.perf_counter()
@@ -269,7 +269,7 @@ def measure_forward(
 
 
 def _report(method: str, windows: list[ForwardWindow], walls: list[float],
-            sampler: _Sampler, graph_error: str | None, seconds: float) -> TimingReport:
+            sampler: Sampler, graph_error: str | None, seconds: float) -> TimingReport:
     scored, measured_by = scored_samples(method, windows, walls)
     quantiles = statistics.quantiles(scored, n=10, method="inclusive") \
         if len(scored) > 1 else [scored[0]] * 9
@@ -331,7 +331,7 @@ def bounded_event_spans(walls: Sequence[float], low: float) -> list[float]:
     event time also holds the host's work between the first event and the first launch;
     a production stream pays that too. A bound above could only lower a score, never
     catch a forward that behaves otherwise unprofiled: that is the busy-time floor's job,
-    and the profiled sample checked in every timing stage's (`_Sampler.profiled`)."""
+    and the profiled sample checked in every timing stage's (`Sampler.profiled`)."""
     return [max(wall, low) for wall in walls]
 
 
@@ -437,16 +437,16 @@ def _check_context_usable(cause: BaseException) -> None:
 
 
 @dataclass
-class _Batch:
+class Batch:
     windows: list[ForwardWindow]  # empty for a plain batch
     walls: list[float]  # per sample: CUDA event time around the call, seconds
 
 
-class _Sampler:
+class Sampler:
     """Runs samples (see the module docstring), profiled or plain; counts the calls."""
 
     def __init__(self, launch: Callable[[int], object],
-                 input_sets: Sequence[Mapping[str, torch.Tensor]], flush: _L2Flusher,
+                 input_sets: Sequence[Mapping[str, torch.Tensor]], flush: L2Flusher,
                  reset_persisting: Callable[[], None] | None,
                  refill: Callable[[int], tuple[int, Mapping[str, torch.Tensor]]] | None,
                  after_call: Callable[[TimedCall], None] | None,
@@ -458,7 +458,7 @@ class _Sampler:
         self.last_picked = False  # whether the last sample was picked to be checked
         self._flags = torch.zeros(2, dtype=torch.int32, device="cuda")
 
-    def profiled(self, count: int, check_one: bool = False) -> _Batch:
+    def profiled(self, count: int, check_one: bool = False) -> Batch:
         """`count` profiled samples; with `check_one`, one of them (each in turn with the
         chance that leaves every one equally likely, drawn after its call) is checked."""
         events = _events(count)
@@ -477,15 +477,15 @@ class _Sampler:
         if len(windows) != count:
             raise MarkersForged(f"the device records hold {len(windows)} samples' markers for "
                                 f"{count} samples")
-        return _Batch(windows, _elapsed(events))
+        return Batch(windows, _elapsed(events))
 
-    def plain(self, count: int) -> _Batch:
+    def plain(self, count: int) -> Batch:
         events = _events(count)
         with self.steps("timing.plain_batches"):
             for start, end in events:
                 self._sample(start, end)
             torch.cuda.synchronize()
-        return _Batch([], _elapsed(events))
+        return Batch([], _elapsed(events))
 
     def _sample(self, start: torch.cuda.Event, end: torch.cuda.Event,
                 pick: float | None = None) -> None:
@@ -606,7 +606,7 @@ def _relative_standard_error(values: Sequence[float]) -> float:
     return statistics.stdev(values) / (len(values) ** 0.5) / mean if mean > 0 else float("inf")
 
 
-class _L2Flusher:
+class L2Flusher:
     """Sweeps a buffer of at least twice the L2 size with our own, recognisable kernel."""
 
     BLOCK = 4096
@@ -635,7 +635,7 @@ class _L2Flusher:
             _atrex_l2_flush_read[self.grid](self.buffer, self.sums, n, BLOCK=self.BLOCK)
 
 
-def _persisting_l2_resetter() -> Callable[[], None] | None:
+def persisting_l2_resetter() -> Callable[[], None] | None:
     """cudaCtxResetPersistingL2Cache from the CUDA runtime torch loaded, if we can find it."""
     library = None
     with contextlib.suppress(OSError), open("/proc/self/maps") as maps:
