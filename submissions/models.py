@@ -180,7 +180,16 @@ class ShapeResult(models.Model):
     attainment = models.FloatField(null=True)
     attainment_with_floor = models.FloatField(null=True)
     suspicious = models.BooleanField(default=False)
-    raw = models.JSONField(help_text="the harness's ShapeResult, schema atrex.evaluation-result/2 "
+
+    class Review(models.TextChoices):
+        NONE = "", "not reviewed"
+        ACCEPTED = "accepted"  # measured as reported: stays unsuspicious through a rescale
+        REJECTED = "rejected"  # failed, scored 0
+
+    # An admin's quarantine decision (services.shape_result_review); the audit log keeps who
+    # decided and when.
+    review = models.CharField(max_length=10, choices=Review.choices, blank=True, default="")
+    raw = models.JSONField(help_text="the harness's ShapeReport, schema atrex.evaluation-result/2 "
                                      "(results stored before 2026-12-02: /1)")
 
     objects = PublicTierResults()

@@ -241,10 +241,12 @@ def shape_result_review(*, result: ShapeResult, accept: bool, actor: object) -> 
                   "suspicious": result.suspicious}
         if accept:
             result.suspicious = False
+            result.review = ShapeResult.Review.ACCEPTED
         else:
             result.status, result.attainment, result.suspicious = "failed", 0.0, False
             result.error = "rejected in admin review (attainment above 1 is impossible)"
-        result.save(update_fields=["status", "attainment", "suspicious", "error"])
+            result.review = ShapeResult.Review.REJECTED
+        result.save(update_fields=["status", "attainment", "suspicious", "error", "review"])
         audit(actor=actor, action="result.accept" if accept else "result.reject",
               target=f"shape-result:{result.pk}", before=before,
               after={"status": result.status, "attainment": result.attainment,

@@ -17,7 +17,6 @@ from evaluation.catalog.models import HardwareProfile, OperatorHidden, Shape
 from evaluation.harness.release import HardwareSpec, stored_shape_roofline
 from evaluation.harness.results import PASSED
 from evaluation.harness.roofline import attainment, roofline_point
-from portal.audit.models import AuditEntry
 from submissions.models import ShapeResult
 
 RESCALED_FIELDS = ("sol_s", "attainment", "attainment_with_floor", "suspicious")
@@ -40,13 +39,12 @@ def shape_results_rescale(*, hardware: HardwareProfile) -> Rescaled:
     spec = hardware.as_spec()
     rows = list(ShapeResult.every_tier.filter(job__candidate__submission__hardware=hardware)
                 .values_list("pk", "shape_id", "job__candidate__submission_id", "status",
-                             "median_s", "raw__timing__measured", *RESCALED_FIELDS))
+                             "median_s", "raw__timing__measured", "review", *RESCALED_FIELDS))
     sol = _sol_by_shape({row[1] for row in rows}, spec)
-    accepted = _accepted_result_ids()
     changed = []
-    for pk, shape_pk, _, status, median_s, measured, *stored in rows:
+    for pk, shape_pk, _, status, median_s, measured, review, *stored in rows:
         values = shape_scores(sol.get(shape_pk), status, median_s, measured, spec.launch_floor_s)
-        if pk in accepted:
+        if review == ShapeResult.Review.ACCEPTED:
             values["suspicious"] = False
         if tuple(values[f] for f in RESCALED_FIELDS) != tuple(stored):
             changed.append(ShapeResult(pk=pk, **values))
@@ -84,13 +82,3 @@ def _sol_by_shape(shape_pks: set[int], spec: HardwareSpec) -> dict[int, float]:
         if shape is not None:
             sol[pk] = roofline_point(shape, spec).sol_s
     return sol
-
-
-def _accepted_result_ids() -> set[int]:
-    """Results whose latest quarantine decision was "accept" (decisions live in the audit log)."""
-    decisions: dict[int, str] = {}
-    for action, target in (AuditEntry.objects.filter(
-            action__in=("result.accept", "result.reject"), target__startswith="shape-result:")
-            .order_by("at", "pk").values_list("action", "target")):
-        decisions[int(target.split(":")[1])] = action
-    return {pk for pk, action in decisions.items() if action == "result.accept"}
