@@ -18,9 +18,10 @@ from django.db.models.functions import Coalesce
 from evaluation.catalog.models import HardwareProfile, Operator, Release
 from evaluation.catalog.selectors import hidden_shape_counts
 from evaluation.harness.dsl import DSL_LABELS
+from evaluation.harness.release import DTYPE_TO_PEAK_PATH
 from evaluation.harness.roofline import attainment, roofline_point
 from leaderboard.models import BoardFreeze, SubmissionScore, WeightSet
-from leaderboard.outcomes import scoring_context
+from leaderboard.outcomes import arithmetic_intensity, scoring_context
 from leaderboard.scoring import (
     ScoringPolicy,
     ShapeOutcome,
@@ -522,3 +523,27 @@ def recorded_sources(submission_ids: list[int]) -> list[str]:
                 .values_list("raw__recorded", flat=True).distinct())
     return sorted({f"{r['gpu']}, {r['date']}, {r['evaluator']}: {r['source']}"
                    for r in recorded if isinstance(r, dict)})
+
+
+def submission_charts(submission: Submission) -> dict[str, Any]:
+    """Data for the submission page's charts (static/charts.js): each shape's roofline point
+    (W/Q against attainment, latest attempt) and the scores under the active weights."""
+    hardware = submission.hardware
+    results = (ShapeResult.objects
+               .filter(job__candidate__submission=submission, attempt=F("job__attempts"))
+               .select_related("shape__operator__hidden").order_by("shape__operator__name",
+                                                                    "shape__position"))
+    points = [{"operator": r.shape.operator.name, "shape": r.shape.shape_id,
+               "intensity": arithmetic_intensity(r.shape.operator, r.shape.shape_id),
+               "attainment": r.attainment, "verdict": r.verdict} for r in results]
+    active = submission.release.weight_sets.filter(active=True).first()
+    score = submission.scores.filter(weight_set=active).first() if active else None
+    spec, bf16 = hardware.as_spec(), DTYPE_TO_PEAK_PATH["bf16"]
+    return {
+        # the chart's one ridge line, for bf16 work (0 where the profile has no such peak)
+        "ridge_bf16": spec.ridge_point(bf16) if bf16 in spec.peak_flops else 0.0,
+        "hardware": hardware.name,
+        "points": [p for p in points if p["intensity"] is not None],
+        "by_operator": score.by_operator if score else {},
+        "aggregate": score.aggregate if score else None,
+    }

@@ -8,8 +8,7 @@ from typing import Any, NamedTuple
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.paginator import Paginator
-from django.db.models import F
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import floatformat
 from django.template.loader import render_to_string
@@ -32,7 +31,6 @@ from leaderboard.forms import (
     WeightsForm,
     first_problem,
 )
-from leaderboard.outcomes import arithmetic_intensity
 from leaderboard.scoring import WeightError
 from leaderboard.selectors import (
     BOARDS,
@@ -51,8 +49,7 @@ from leaderboard.services import (
 from portal import derived_cache
 from portal.htmx import HtmxRequest
 from submissions.forms import form_or_400
-from submissions.models import ShapeResult, Submission
-from submissions.visibility import visible_submission
+from submissions.models import Submission
 
 PAGE_SIZE = 50  # rows per board page; the JSON and CSV exports carry every row
 SCORE_COLUMNS = ("aggregate", "memory", "compute", "prefill", "decode", "unweighted_mean")
@@ -242,28 +239,6 @@ def _weights_post(request: HttpRequest, release: Release) -> None:
             raise first_problem(manual)
         weight_set_create(release=release, weights=manual.weights(), source="manual",
                           author=request.user, note=manual.cleaned_data["note"])
-
-
-def submission_charts(request: HttpRequest, pk: int) -> JsonResponse:
-    """Data for the submission page's charts: roofline points and per-operator scores."""
-    submission = visible_submission(request, pk)
-    hardware = submission.hardware
-    results = (ShapeResult.objects
-               .filter(job__candidate__submission=submission, attempt=F("job__attempts"))
-               .select_related("shape__operator__hidden").order_by("shape__operator__name",
-                                                                    "shape__position"))
-    points = [{"operator": r.shape.operator.name, "shape": r.shape.shape_id,
-               "intensity": arithmetic_intensity(r.shape.operator, r.shape.shape_id),
-               "attainment": r.attainment, "verdict": r.verdict} for r in results]
-    active = submission.release.weight_sets.filter(active=True).first()
-    score = submission.scores.filter(weight_set=active).first() if active else None
-    return JsonResponse({
-        "ridge_bf16": hardware.peak_flops.get("bf16_tc", 0) / hardware.hbm_bytes_per_s,
-        "hardware": hardware.name,
-        "points": [p for p in points if p["intensity"] is not None],
-        "by_operator": score.by_operator if score else {},
-        "aggregate": score.aggregate if score else None,
-    })
 
 
 def operator_board_page(request: HttpRequest, pk: int, hardware: str,

@@ -5,8 +5,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from evaluation.catalog import api as catalog_api
 from evaluation.catalog import views as catalog_views
+from leaderboard import charts_api, iteration_api, iteration_views
 from leaderboard import exports as board_exports
-from leaderboard import iteration_api, iteration_views
 from leaderboard import views as board_views
 from portal import docs_pages
 from portal.accounts.views import signup_page
@@ -79,7 +79,7 @@ urlpatterns = [
          name="api-submissions"),
     path("api/submissions/<int:pk>/", submissions_api.SubmissionDetailApi.as_view(),
          name="api-submission"),
-    path("api/submissions/<int:pk>/charts/", board_views.submission_charts,
+    path("api/submissions/<int:pk>/charts/", charts_api.SubmissionChartsApi.as_view(),
          name="api-submission-charts"),
     path("api/submissions/<int:pk>/profile/", submissions_api.SubmissionProfileApi.as_view(),
          name="api-submission-profile"),
