@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from evaluation.releases.make_fixture_roofline import write_release_rooflines
+from evaluation.release_tools.make_fixture_roofline import write_release_rooflines
 from submissions.jobs import record_event
 from submissions.models import EvaluationJob
 from tests.conftest import FIXTURE_RELEASE

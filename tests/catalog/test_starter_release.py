@@ -19,9 +19,9 @@ from evaluation.harness.release import (
     project_hardware_profiles,
 )
 from evaluation.harness.roofline import roofline_point
-from evaluation.releases.make_fixture_roofline import write_release_rooflines
-from evaluation.releases.make_starter_hidden_shapes import write_hidden_shapes
-from evaluation.releases.make_starter_roofline import STARTER_RELEASE, WORK_MODELS
+from evaluation.release_tools.make_fixture_roofline import write_release_rooflines
+from evaluation.release_tools.make_starter_hidden_shapes import write_hidden_shapes
+from evaluation.release_tools.make_starter_roofline import STARTER_RELEASE, WORK_MODELS
 from leaderboard.models import WeightSet
 
 LLM_SERVING_OPERATORS = {

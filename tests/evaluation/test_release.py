@@ -156,7 +156,7 @@ def test_the_fixture_roofline_files_are_what_the_derivation_script_writes(
     import subprocess
     import sys
 
-    script = FIXTURE_RELEASE.parent / "make_fixture_roofline.py"
+    script = FIXTURE_RELEASE.parents[1] / "release_tools" / "make_fixture_roofline.py"
     subprocess.run([sys.executable, str(script), str(release_copy)], check=True,
                    capture_output=True, timeout=120)
     for op in (FIXTURE_RELEASE / "data").iterdir():

@@ -1,6 +1,6 @@
 """Write data/<op>/hidden_shapes.json for every operator of the atrex-starter release.
 
-Usage: python evaluation/releases/make_starter_hidden_shapes.py
+Usage: python evaluation/release_tools/make_starter_hidden_shapes.py
        (then make_starter_roofline.py, which gives the hidden shapes their W and Q too)
 
 The hidden tier (docs/starter-release.md, "The hidden tier"): per operator, two or three
@@ -18,11 +18,10 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
-STARTER_RELEASE = Path(__file__).resolve().parent / "atrex-starter"
+STARTER_RELEASE = Path(__file__).resolve().parents[1] / "releases" / "atrex-starter"
 
 # operator -> (public shape to start from, the new token count / batch / M / sequence lengths)
 PICKS: dict[str, list[tuple[str, Any]]] = {
@@ -110,4 +109,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

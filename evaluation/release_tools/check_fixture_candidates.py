@@ -10,8 +10,8 @@ With --real, the production shapes are checked too, where their inputs fit under
 --max-real-bytes: their input.py and reference run, and the pure-PyTorch fallback must
 agree with the reference (on a GPU, pass --device cuda to run every candidate there).
 
-CPU:  TRITON_INTERPRET=1 .venv/bin/python evaluation/releases/check_fixture_candidates.py
-GPU:  python3 evaluation/releases/check_fixture_candidates.py --device cuda --real --all-candidates
+CPU:  TRITON_INTERPRET=1 .venv/bin/python evaluation/release_tools/check_fixture_candidates.py
+GPU:  python3 evaluation/release_tools/check_fixture_candidates.py --device cuda --real --all-candidates
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_RELEASE = HERE / "atrex-fixture"
+DEFAULT_RELEASE = HERE.parent / "releases" / "atrex-fixture"
 DEFAULT_CANDIDATES = HERE.parent / "sample_candidates"
 TRITON_CANDIDATES = ("triton_native", "wrong")
 EXPECTED_TO_FAIL = ("wrong",)

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from evaluation.releases.make_fixture_roofline import BF16, FP16, FP32, INT32, Kwargs, Work  # noqa: F401
+from evaluation.release_tools.make_fixture_roofline import BF16, FP16, FP32, INT32, Kwargs, Work  # noqa: F401
 
 FP8 = 1
 INT64 = 8

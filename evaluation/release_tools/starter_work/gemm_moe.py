@@ -1,7 +1,7 @@
 """Semantic work (W) and traffic (Q) of the GEMM and MoE operators of the atrex-starter release.
 
 Operators: linear_bf16, fp8_block_scaled_gemm, fused_moe_bf16, topk_softmax_gating,
-moe_align_block_size. Conventions follow evaluation/releases/make_fixture_roofline.py: Q counts the
+moe_align_block_size. Conventions follow evaluation/release_tools/make_fixture_roofline.py: Q counts the
 bytes an ideal kernel must move (inputs it needs read once, outputs written once, intermediates kept
 on chip); W counts FLOPs under the dtype key of the precision path that does them.
 
@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from evaluation.releases.make_fixture_roofline import BF16, FP32, INT32, Kwargs, Work
+from evaluation.release_tools.make_fixture_roofline import BF16, FP32, INT32, Kwargs, Work
 
 FP8 = 1
 INT64 = 8

@@ -1,6 +1,6 @@
 """Write roofline.json for every operator of the atrex-fixture release.
 
-Usage: python evaluation/releases/make_fixture_roofline.py [RELEASE_DIR]
+Usage: python evaluation/release_tools/make_fixture_roofline.py [RELEASE_DIR]
 
 Deterministic and re-runnable: the files depend only on each operator's shapes.json and the
 release's configs/hardware/*.yaml.
@@ -59,7 +59,7 @@ from evaluation.harness.roofline import sol_seconds  # noqa: E402
 
 BF16 = FP16 = 2
 FP32 = INT32 = 4
-DEFAULT_RELEASE = Path(__file__).resolve().parent / "atrex-fixture"
+DEFAULT_RELEASE = Path(__file__).resolve().parents[1] / "releases" / "atrex-fixture"
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Write roofline.json for every operator of the atrex-starter release.
 
-Usage: python evaluation/releases/make_starter_roofline.py
+Usage: python evaluation/release_tools/make_starter_roofline.py
 
 W and Q of each shape come from the operator's work function in starter_work/ (one module
 per family; each module's docstring documents its formulas, counting the bytes an ideal
@@ -20,14 +20,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from evaluation.releases.make_fixture_roofline import (  # noqa: E402
+from evaluation.release_tools.make_fixture_roofline import (  # noqa: E402
     Kwargs,
     Work,
     write_release_rooflines,
 )
-from evaluation.releases.starter_work import attention_cache, gemm_moe, norms_quant  # noqa: E402
+from evaluation.release_tools.starter_work import attention_cache, gemm_moe, norms_quant  # noqa: E402
 
-STARTER_RELEASE = Path(__file__).resolve().parent / "atrex-starter"
+STARTER_RELEASE = Path(__file__).resolve().parents[1] / "releases" / "atrex-starter"
 WORK_MODELS: Mapping[str, Callable[[Kwargs, Kwargs], Work]] = {
     **norms_quant.WORK_MODELS, **attention_cache.WORK_MODELS, **gemm_moe.WORK_MODELS}
 

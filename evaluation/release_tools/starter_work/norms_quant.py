@@ -3,7 +3,7 @@
 Operators: rms_norm, fused_add_rms_norm, silu_and_mul, rotary_embedding_neox,
 fp8_per_token_quant, per_token_group_fp8_quant. Every one is elementwise or a row reduction:
 memory-bound, W matters only for completeness. Conventions follow
-evaluation/releases/make_fixture_roofline.py: Q counts the bytes an ideal kernel must touch
+evaluation/release_tools/make_fixture_roofline.py: Q counts the bytes an ideal kernel must touch
 (each input read once, each output written once, intermediates kept on chip); W counts FLOPs
 under the dtype key of the precision path that does them, here always "fp32" (bf16/fp8
 storage, fp32 math). Per-row and per-group scalar work (one rsqrt per row, one amax/448
@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from evaluation.releases.make_fixture_roofline import BF16, FP32, Kwargs, Work
+from evaluation.release_tools.make_fixture_roofline import BF16, FP32, Kwargs, Work
 
 FP8 = 1
 INT64 = 8
