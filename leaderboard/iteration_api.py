@@ -6,13 +6,12 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.iteration import operator_history, submission_compare
 from leaderboard.iteration_views import history_filters, operator_or_404
-from portal.accounts.auth import is_admin
+from portal.accounts.viewer import ViewerApiRequest
 from portal.api_schema import errors
 from submissions.api import SUBMISSION_STATUSES, ReleaseRefOut, acting_team
 from submissions.models import EvaluationJob, Submission
@@ -74,7 +73,7 @@ class HistoryOut(serializers.Serializer[Any]):
 
 class OperatorHistoryApi(APIView):
     @extend_schema(parameters=[HistoryIn], responses={200: HistoryOut, **errors(400, 403, 404)})
-    def get(self, request: Request, operator: str) -> Response:
+    def get(self, request: ViewerApiRequest, operator: str) -> Response:
         team = acting_team(request)
         query = HistoryIn(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -142,8 +141,8 @@ class CompareOut(serializers.Serializer[Any]):
 
 class SubmissionCompareApi(APIView):
     @extend_schema(responses={200: CompareOut, **errors(403, 404)})
-    def get(self, request: Request, pk: int, other: int) -> Response:
-        if not is_admin(request):
+    def get(self, request: ViewerApiRequest, pk: int, other: int) -> Response:
+        if not request.viewer.admin:
             acting_team(request)  # 401 without credentials; others' submissions are 404
         compare = submission_compare(visible_submission(request, pk),
                                      visible_submission(request, other))

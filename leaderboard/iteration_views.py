@@ -13,7 +13,7 @@ from django.utils.http import urlencode
 
 from evaluation.catalog.models import HardwareProfile, Operator, Release
 from leaderboard.iteration import history_targets, operator_history, submission_compare
-from portal.accounts.auth import request_team
+from portal.accounts.viewer import ViewerRequest
 from submissions.services import MAX_BIG_INTEGER
 from submissions.visibility import visible_submission
 
@@ -48,8 +48,8 @@ def _release_param(value: str | None) -> int | None:
 
 
 @login_required
-def operator_history_page(request: HttpRequest, operator: str) -> HttpResponse:
-    team = request_team(request)
+def operator_history_page(request: ViewerRequest, operator: str) -> HttpResponse:
+    team = request.viewer.team
     if team is None:
         raise Http404("you are not a member of any team")
     name = operator_or_404(operator)

@@ -12,9 +12,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.accounts.auth import is_admin, request_team
 from portal.accounts.models import Team
-from portal.accounts.viewer import viewer_of
+from portal.accounts.viewer import ViewerApiRequest
 from portal.api_schema import errors, form_schema, with_fields
 from submissions.forms import SubmissionForm
 from submissions.jobs import job_cancel
@@ -27,8 +26,8 @@ from submissions.throttles import UploadThrottle
 from submissions.visibility import visible_submission
 
 
-def acting_team(request: Request) -> Team:
-    team = request_team(request)
+def acting_team(request: ViewerApiRequest) -> Team:
+    team = request.viewer.team
     if team is None:
         if request.user.is_authenticated or request.auth is not None:
             raise PermissionDenied("you are not a member of any team")
@@ -228,54 +227,54 @@ class SubmissionListCreateApi(APIView):
 
     @extend_schema(responses={200: SubmissionOut(many=True), **errors(403)},
                    operation_id="submissions_list")
-    def get(self, request: Request) -> Response:
+    def get(self, request: ViewerApiRequest) -> Response:
         _require_principal(request)
-        viewer = viewer_of(request)
+        viewer = request.viewer
         submissions = submissions_visible(viewer).order_by("-created_at")[:100]
         return Response([submission_detail(s, admin=viewer.admin) for s in submissions])
 
     # The upload page parses the same fields with the same form.
     @extend_schema(request={"multipart/form-data": form_schema(SubmissionForm)},
                    responses={201: SubmissionOut, **errors(400, 403, 404)})
-    def post(self, request: Request) -> Response:
+    def post(self, request: ViewerApiRequest) -> Response:
         team = acting_team(request)
         form = SubmissionForm(request.data, request.FILES)
         if not form.is_valid():
             raise serializers.ValidationError(form.errors_by_field())
         submission = submission_from_upload(team=team, user=request.user,
                                             fields=form.cleaned_data)
-        return Response(submission_detail(submission, admin=is_admin(request)),
+        return Response(submission_detail(submission, admin=request.viewer.admin),
                         status=status.HTTP_201_CREATED)
 
 
-def _require_principal(request: Request) -> None:
+def _require_principal(request: ViewerApiRequest) -> None:
     """401 without credentials; other teams' submissions then answer 404, not 403."""
-    if not is_admin(request):
+    if not request.viewer.admin:
         acting_team(request)
 
 
 class SubmissionDetailApi(APIView):
     @extend_schema(responses={200: SubmissionDetailOut, **errors(403, 404)})
-    def get(self, request: Request, pk: int) -> Response:
+    def get(self, request: ViewerApiRequest, pk: int) -> Response:
         _require_principal(request)
         submission = visible_submission(request, pk)
-        return Response({**submission_detail(submission, admin=is_admin(request)),
+        return Response({**submission_detail(submission, admin=request.viewer.admin),
                          "score": active_score(submission)})
 
 
 class SubmissionCancelApi(APIView):
     @extend_schema(request=None, responses={200: SubmissionOut, **errors(403, 404)})
-    def post(self, request: Request, pk: int) -> Response:
+    def post(self, request: ViewerApiRequest, pk: int) -> Response:
         _require_principal(request)
         submission = visible_submission(request, pk)
         for job in EvaluationJob.objects.filter(candidate__submission=submission):
             job_cancel(job=job)
-        return Response(submission_detail(submission, admin=is_admin(request)))
+        return Response(submission_detail(submission, admin=request.viewer.admin))
 
 
 class QuotaApi(APIView):
     @extend_schema(responses={200: QuotaOut, **errors(403)})
-    def get(self, request: Request) -> Response:
+    def get(self, request: ViewerApiRequest) -> Response:
         team = acting_team(request)
         quota = quota_status(team)
         return Response({"team": team.name, "daily_limit": quota.daily_limit,
@@ -378,7 +377,7 @@ class ProfileOut(serializers.Serializer[Any]):
 
 class SubmissionProfileApi(APIView):
     @extend_schema(responses={200: ProfileOut, **errors(403, 404)})
-    def get(self, request: Request, pk: int) -> Response:
+    def get(self, request: ViewerApiRequest, pk: int) -> Response:
         _require_principal(request)
         return Response(submission_profile(visible_submission(request, pk)))
 
@@ -432,16 +431,16 @@ class SubmissionNcuApi(APIView):
     parser_classes = [JSONParser, FormParser, MultiPartParser]  # the CLI sends a form
 
     @extend_schema(responses={200: NcuProfileOut(many=True), **errors(403, 404)})
-    def get(self, request: Request, pk: int) -> Response:
+    def get(self, request: ViewerApiRequest, pk: int) -> Response:
         _require_principal(request)
         return Response(ncu_profiles_of(visible_submission(request, pk)))
 
     @extend_schema(request=NcuProfileIn,
                    responses={202: NcuProfileOut, **errors(400, 403, 404, 429)})
-    def post(self, request: Request, pk: int) -> Response:
+    def post(self, request: ViewerApiRequest, pk: int) -> Response:
         _require_principal(request)
         submission = visible_submission(request, pk)
-        if not is_admin(request) and request_team(request) != submission.team:
+        if not request.viewer.admin and request.viewer.team != submission.team:
             raise PermissionDenied("only the submission's team may profile it")
         data = NcuProfileIn(data=request.data)
         data.is_valid(raise_exception=True)

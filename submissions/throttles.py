@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from portal.accounts.auth import request_team
 from portal.throttles import PortalThrottle
 
 
@@ -16,5 +15,5 @@ class UploadThrottle(PortalThrottle):
         # with no team is refused by the view itself (401/403) and uploads nothing.
         if request.method != "POST":
             return None
-        team = request_team(request)
+        team = request.viewer.team
         return None if team is None else f"team:{team.pk}"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from portal.accounts.viewer import viewer_of
 from portal.lookup import or_404
 from submissions.models import Submission
 from submissions.selectors import submission_visible
@@ -12,5 +11,5 @@ from submissions.selectors import submission_visible
 
 def visible_submission(request: Any, pk: int) -> Submission:
     """Submission `pk` if the request's viewer may see it; else 404, the same answer whether
-    it exists or not."""
-    return or_404(submission_visible(viewer_of(request), pk), "no such submission")
+    it exists or not (who is asking: `request.viewer`, portal/accounts/viewer.py)."""
+    return or_404(submission_visible(request.viewer, pk), "no such submission")
