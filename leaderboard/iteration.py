@@ -17,10 +17,10 @@ from typing import Any
 from django.db.models import F
 
 from evaluation.catalog.models import HardwareProfile, Release
-from leaderboard.models import ScoreSummary, SubmissionScore
+from leaderboard.models import ScoreSummary
 from portal.accounts.models import Team
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from submissions.selectors import submission_status
+from submissions.selectors import active_weights_score, submission_status
 
 HISTORY_LIMIT = 200  # the newest entries a history shows (oldest first)
 # difflib's matcher is quadratic in the worst case: a larger candidate gets no diff, only a note.
@@ -67,12 +67,6 @@ def operator_history(*, team: Team, operator: str, release: Release | None = Non
             "truncated": len(newest) > limit}
 
 
-def team_operators(team: Team) -> list[str]:
-    """The names of the operators the team has submitted, for links to their histories."""
-    return sorted(set(Candidate.objects.filter(submission__team=team)
-                      .values_list("operator__name", flat=True)))
-
-
 def history_targets(team: Team, operator: str) -> list[dict[str, Any]]:
     """The (release, hardware) pairs the team submitted `operator` for: a history's filters."""
     pairs = (Submission.objects.filter(team=team, candidates__operator__name=operator)
@@ -102,16 +96,6 @@ def submission_compare(a: Submission, b: Submission) -> dict[str, Any]:
         "operators": [_compare_operator(name, a, b, candidates, shapes, s_op)
                       for name in operators],
     }
-
-
-def compare_choices(submissions: Iterable[Submission], submission: Submission,
-                    count: int = 5) -> list[Submission]:
-    """What the submission page offers to compare with: the newest others of its team, those
-    on the same release and hardware first."""
-    others = [s for s in submissions if s.pk != submission.pk and s.team_id == submission.team_id]
-    same = [s for s in others if (s.release_id, s.hardware_id) ==
-            (submission.release_id, submission.hardware_id)]
-    return (same + [s for s in others if s not in same])[:count]
 
 
 def unified_diff(before: str, after: str, before_name: str, after_name: str) -> str:
@@ -184,8 +168,7 @@ def _summary_scores(submission: Submission) -> dict[str, float | None]:
 
 
 def _compare_side(submission: Submission, s_op: dict[str, float | None]) -> dict[str, Any]:
-    score = (SubmissionScore.objects.filter(submission=submission, weight_set__active=True)
-             .select_related("weight_set").first())
+    score = active_weights_score(submission)
     jobs = EvaluationJob.objects.filter(candidate__submission=submission)
     return {**_submission_ref(submission), "team": submission.team.name,
             "status": submission_status(jobs),

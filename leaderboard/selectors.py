@@ -30,6 +30,7 @@ from leaderboard.scoring import (
     summarise,
 )
 from submissions.models import Candidate, ShapeResult, Submission
+from submissions.selectors import active_weights_score
 
 NUMBER_COLUMNS = ("aggregate", "memory", "compute", "prefill", "decode", "unweighted_mean",
                   "correctness_rate", "dsl_adoption_rate")
@@ -536,8 +537,7 @@ def submission_charts(submission: Submission) -> dict[str, Any]:
     points = [{"operator": r.shape.operator.name, "shape": r.shape.shape_id,
                "intensity": arithmetic_intensity(r.shape.operator, r.shape.shape_id),
                "attainment": r.attainment, "verdict": r.verdict} for r in results]
-    active = submission.release.weight_sets.filter(active=True).first()
-    score = submission.scores.filter(weight_set=active).first() if active else None
+    score = active_weights_score(submission)
     spec, bf16 = hardware.as_spec(), DTYPE_TO_PEAK_PATH["bf16"]
     return {
         # the chart's one ridge line, for bf16 work (0 where the profile has no such peak)

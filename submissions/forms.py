@@ -11,25 +11,42 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.core.exceptions import BadRequest
 
+from portal.forms import first_error
 from submissions.models import MODE_RANKED, Submission
-from submissions.services import MAX_BIG_INTEGER, MAX_METADATA_CHARS, MAX_NOTES_CHARS
+from submissions.services import (
+    MAX_BIG_INTEGER,
+    MAX_METADATA_CHARS,
+    MAX_NOTES_CHARS,
+    text_problems,
+    whole_number_problem,
+)
 
 NO_NUL = {"null_characters_not_allowed": "text may not contain NUL characters"}
 
 
 def _text(max_length: int | None = None, *, required: bool = False,
           widget: type[forms.Widget] | None = None) -> forms.CharField:
-    messages = {**NO_NUL, "max_length": "at most %(limit_value)d characters"}
-    return forms.CharField(required=required, max_length=max_length, error_messages=messages,
-                           widget=widget or forms.TextInput)
+    field = forms.CharField(required=required, max_length=max_length,
+                            widget=widget or forms.TextInput)
+    # The service's rules and messages in place of Django's validators of the same limits
+    # (max_length stays: the API's schema reads it).
+    field.validators = [lambda value: _refuse(text_problems(value, max_length))]
+    return field
 
 
 def _whole_number(*, required: bool) -> forms.IntegerField:
     message = f"expected a whole number from 0 to {MAX_BIG_INTEGER}"
-    return forms.IntegerField(required=required, min_value=0, max_value=MAX_BIG_INTEGER,
-                              error_messages={"invalid": message, "min_value": message,
-                                              "max_value": message})
+    field = forms.IntegerField(required=required, min_value=0, max_value=MAX_BIG_INTEGER,
+                               error_messages={"invalid": message})
+    field.validators = [lambda value: _refuse([p for p in [whole_number_problem(value)] if p])]
+    return field
+
+
+def _refuse(problems: list[str]) -> None:
+    if problems:
+        raise forms.ValidationError(problems)
 
 
 class SubmissionForm(forms.Form):
@@ -50,12 +67,6 @@ class SubmissionForm(forms.Form):
 
     def clean_mode(self) -> str:
         return str(self.cleaned_data.get("mode") or MODE_RANKED)
-
-    def first_error(self) -> str:
-        """The first problem as the page shows it: "field: message"."""
-        for name, errors in self.errors.items():
-            return f"{name}: {errors[0]}" if name != "__all__" else str(errors[0])
-        return ""
 
     def errors_by_field(self) -> dict[str, list[str]]:
         """The problems as the API answers them: {field: [messages]} (DRF's shape)."""
@@ -98,9 +109,6 @@ class ResultReviewForm(forms.Form):
 def form_or_400(form: forms.Form) -> dict[str, Any]:
     """A small form's cleaned data, or a 400 naming the first problem (these forms come from
     the portal's own pages: a bad one is a hand-made request)."""
-    from django.core.exceptions import BadRequest
-
     if not form.is_valid():
-        name, errors = next(iter(form.errors.items()))
-        raise BadRequest(f"{name}: {errors[0]}")
+        raise BadRequest(first_error(form))
     return form.cleaned_data

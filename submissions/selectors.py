@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, F, Max, Q, QuerySet
 
+from portal.accounts.models import Team
 from portal.accounts.viewer import Viewer
 from portal.audit.models import AuditEntry
-from submissions.models import EvaluationJob, ShapeResult, Submission
+from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
+
+if TYPE_CHECKING:  # a name for the reverse relation's rows, never imported at run time
+    from leaderboard.models import SubmissionScore
 
 PUBLIC_RESULT_FIELDS = ("status", "stage_reached", "failed_stage", "error", "max_abs_error",
                         "max_rel_error", "verdict", "dsl_ratio", "median_s", "p10_s", "p90_s",
@@ -82,6 +86,34 @@ def submission_detail(submission: Submission, *, admin: bool) -> dict[str, Any]:
                  for queue in [queue_places(jobs, submission.hardware_id)]
                  for hidden in [hidden_tallies(jobs)] for job in jobs],
     }
+
+
+def team_operators(team: Team) -> list[str]:
+    """The names of the operators the team has submitted, for links to their histories."""
+    return sorted(set(Candidate.objects.filter(submission__team=team)
+                      .values_list("operator__name", flat=True)))
+
+
+def compare_choices(submissions: Iterable[Submission], submission: Submission,
+                    count: int = 5) -> list[Submission]:
+    """What the submission page offers to compare with: the newest others of its team, those
+    on the same release and hardware first."""
+    others = [s for s in submissions if s.pk != submission.pk and s.team_id == submission.team_id]
+    same = [s for s in others if (s.release_id, s.hardware_id) ==
+            (submission.release_id, submission.hardware_id)]
+    return (same + [s for s in others if s not in same])[:count]
+
+
+def iteration_links(viewer: Viewer, submission: Submission) -> dict[str, Any]:
+    """The submission page's links into the iteration pages: compare with the team's other
+    submissions; each operator's history, for the team only (a history is always the
+    viewer's own team's)."""
+    own = viewer.team == submission.team
+    recent = (submissions_visible(viewer).filter(team=submission.team)
+              .order_by("-created_at"))
+    return {"operators": sorted(submission.candidates.values_list("operator__name", flat=True))
+            if own else [],
+            "choices": compare_choices(recent[:50], submission)}
 
 
 def public_shapes_total(job: EvaluationJob) -> int:
@@ -157,14 +189,20 @@ ACTIVE_SCORE_FIELDS = ("ranked", "complete", "unevaluated_shapes", "lost_jobs", 
                 "not_generalising", "generalisation", "excluded")
 
 
+def active_weights_score(submission: Submission) -> SubmissionScore | None:
+    """The submission's score under its release's active weights, with them; None until a
+    rescore has written one. Scores are the leaderboard's derived data, reached through the
+    reverse relation (this app never imports the leaderboard)."""
+    return (submission.scores.filter(weight_set__active=True).select_related("weight_set")
+            .first())
+
+
 def active_score(submission: Submission) -> dict[str, Any] | None:
-    """The score under the active weights, as the submission page shows it. Scores are the
-    leaderboard's derived data, reached through the reverse relation; a job that ended after
+    """The score under the active weights, as the submission page shows it; a job that ended after
     the score was computed means a rescore is still on its way (`current` is false). A
     check submission is never `ranked`, nor one evaluated in Triton's interpreter (the
     boards leave it out: RANKABLE), so its page, API and webhook say what the board does."""
-    score = (submission.scores.filter(weight_set__active=True).select_related("weight_set")
-             .first())
+    score = active_weights_score(submission)
     if score is None:
         return None
     last_scored = (EvaluationJob.objects.filter(candidate__submission=submission,
@@ -217,22 +255,16 @@ def submission_outcome(jobs: Sequence[JobTally], *, check: bool = False) -> dict
     """
     shapes, evaluated = sum(j.shapes for j in jobs), sum(j.evaluated for j in jobs)
     correct, native = sum(j.correct for j in jobs), sum(j.native for j in jobs)
-    statuses = {j.status for j in jobs}
-    if not jobs:
-        status = "empty"
-    elif statuses & {"running", "queued"}:
-        status = "running" if "running" in statuses else "queued"
-    elif correct:
-        status = "scored"
-    elif evaluated or any(j.status == "failed" and not j.infrastructure_failure for j in jobs):
-        status = "failed"
-    elif any(j.infrastructure_failure for j in jobs):
-        status = "lost"
-    else:
-        status = "cancelled"
+    status = submission_status(jobs)
+    going = status in EvaluationJob.Status.active()
+    if jobs and not going:  # every job ended: the results say what happened
+        status = ("scored" if correct else
+                  "failed" if evaluated or any(j.status == EvaluationJob.Status.FAILED
+                                               and not j.infrastructure_failure for j in jobs)
+                  else "lost" if any(j.infrastructure_failure for j in jobs) else "cancelled")
     # an interpreter check's verdicts are stored as unverified, never native: no count
     interpreter = any(j.mode == "cpu-interpreter" for j in jobs)
-    if status in ("queued", "running"):
+    if going:
         summary = f"{status}: {evaluated} of {shapes} shapes evaluated" + (
             f", {correct} correct so far" if evaluated else "")
     elif status == "empty":
@@ -275,13 +307,19 @@ def submission_outcomes(submission_ids: Iterable[int]) -> dict[int, dict[str, An
     return {pk: submission_outcome(jobs, check=pk in checks) for pk, jobs in tallies.items()}
 
 
-def submission_status(jobs: Any) -> str:
+def submission_status(jobs: Iterable[Any]) -> str:
+    """A submission's status from its jobs' (each with a `status`): running while one runs,
+    else queued while one waits, "empty" without jobs; once every job ended, failed when all
+    failed, scored when one scored, else one of theirs. `submission_outcome` refines it."""
     statuses = {job.status for job in jobs}
-    for status in ("running", "queued"):
+    for status in (EvaluationJob.Status.RUNNING, EvaluationJob.Status.QUEUED):
         if status in statuses:
-            return status
-    return "failed" if statuses == {"failed"} else ("scored" if "scored" in statuses else
-                                                    next(iter(statuses), "empty"))
+            return str(status)
+    if statuses == {EvaluationJob.Status.FAILED}:
+        return str(EvaluationJob.Status.FAILED)
+    if EvaluationJob.Status.SCORED in statuses:
+        return str(EvaluationJob.Status.SCORED)
+    return str(next(iter(statuses), "empty"))
 
 
 def job_detail(job: EvaluationJob, results: list[dict[str, Any]],

@@ -223,15 +223,36 @@ def submission_from_upload(*, team: Team, user: object | None,
 def _check_metadata(*, agent: str, model_name: str, output_tokens: int | None,
                     notes: str) -> None:
     """Refuse what the database would fail on (a 500) or silently cut: UploadRejected."""
-    if output_tokens is not None and not 0 <= output_tokens <= MAX_BIG_INTEGER:
-        raise UploadRejected(f"output_tokens: expected a whole number from 0 to {MAX_BIG_INTEGER}")
+    problem = None if output_tokens is None else whole_number_problem(output_tokens)
+    if problem:
+        raise UploadRejected(f"output_tokens: {problem}")
     for name, value, limit in (("agent", agent, MAX_METADATA_CHARS),
                                ("model", model_name, MAX_METADATA_CHARS),
                                ("notes", notes, MAX_NOTES_CHARS)):
-        if len(value) > limit:
-            raise UploadRejected(f"{name}: at most {limit} characters")
-        if "\x00" in value:  # PostgreSQL cannot store NUL in text
-            raise UploadRejected(f"{name}: text may not contain NUL characters")
+        problems = text_problems(value, limit)
+        if problems:
+            raise UploadRejected(f"{name}: {problems[0]}")
+
+
+# The rules of what an upload's (and the team page's) fields may hold: refused here, and
+# checked by the forms with the same messages (submissions/forms.py), field by field.
+
+def text_problems(value: str, limit: int | None) -> list[str]:
+    """What the database would fail on or silently cut in a text: longer than its column,
+    or NUL (PostgreSQL cannot store it)."""
+    problems = []
+    if limit is not None and len(value) > limit:
+        problems.append(f"at most {limit} characters")
+    if "\x00" in value:
+        problems.append("text may not contain NUL characters")
+    return problems
+
+
+def whole_number_problem(value: int) -> str | None:
+    """A number beyond a bigint reaches the database driver as an overflow (a 500)."""
+    if 0 <= value <= MAX_BIG_INTEGER:
+        return None
+    return f"expected a whole number from 0 to {MAX_BIG_INTEGER}"
 
 
 def shape_result_review(*, result: ShapeResult, accept: bool, actor: object) -> None:

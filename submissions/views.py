@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -15,11 +17,10 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from evaluation.catalog.models import HardwareProfile, Release
 from evaluation.harness.dsl import DSL_LABELS, KNOWN_DSLS
-from portal.accounts.auth import is_admin, request_team
-from portal.accounts.models import ApiToken, invite_create, token_create
-from portal.accounts.viewer import viewer_of
+from portal.accounts.models import Team, invite_create, token_create, token_revoke
+from portal.accounts.viewer import ViewerRequest
 from portal.errors import DomainError
-from portal.htmx import HtmxRequest
+from portal.forms import first_error
 from portal.throttles import limited_posts
 from submissions.forms import (
     ResultReviewForm,
@@ -31,10 +32,17 @@ from submissions.forms import (
     WebhookForm,
     form_or_400,
 )
-from submissions.models import MODE_RANKED, ShapeResult
+from submissions.models import MODE_RANKED, EvaluationJob, ShapeResult
 from submissions.ncu import ncu_profile_request, ncu_profiles_of
 from submissions.profile import submission_profile
-from submissions.selectors import quarantined_results, recent_submissions, submission_detail
+from submissions.selectors import (
+    active_weights_score,
+    iteration_links,
+    quarantined_results,
+    recent_submissions,
+    submission_detail,
+    team_operators,
+)
 from submissions.services import quota_status, shape_result_review, submission_from_upload
 from submissions.sharing import (
     SharingDisabled,
@@ -55,54 +63,99 @@ from submissions.webhooks import (
 )
 
 
+@dataclass(frozen=True)
+class TeamPosted:
+    """What one of the team page's forms led to, for the page shown after it."""
+
+    new_token: str | None = None  # shown once
+    settings_error: str | None = None  # the sharing and notifications forms' refusal
+    test_sent: str | None = None  # a test delivery's id
+
+
+def _revoke_token(request: ViewerRequest, team: Team) -> TeamPosted:
+    token = form_or_400(TokenRevokeForm(request.POST))["revoke"]
+    token_revoke(team=team, token_id=token, actor=request.user)
+    return TeamPosted()
+
+
+def _create_token(request: ViewerRequest, team: Team) -> TeamPosted:
+    name = form_or_400(TokenCreateForm(request.POST))["token_name"]
+    return TeamPosted(new_token=token_create(team=team, name=name, created_by=request.user)[1])
+
+
+def _set_share_links(request: ViewerRequest, team: Team) -> TeamPosted:
+    share = ShareLinksForm(request.POST)
+    form_or_400(share)
+    share_links_set(team=team, enabled=share.enabled, actor=request.user)
+    return TeamPosted()
+
+
+def _set_webhook(request: ViewerRequest, team: Team) -> TeamPosted:
+    webhook = WebhookForm(request.POST)
+    try:
+        if not webhook.is_valid():
+            raise WebhookRejected(first_error(webhook))
+        team_webhook_set(team=team, url=webhook.cleaned_data["webhook_url"], actor=request.user)
+    except WebhookRejected as exc:
+        return TeamPosted(settings_error=str(exc))
+    return TeamPosted()
+
+
+def _rotate_webhook_secret(request: ViewerRequest, team: Team) -> TeamPosted:
+    team_webhook_rotate_secret(team=team, actor=request.user)
+    return TeamPosted()
+
+
+def _test_webhook(request: ViewerRequest, team: Team) -> TeamPosted:
+    try:
+        return TeamPosted(test_sent=test_delivery_queue(team=team, actor=request.user))
+    except WebhookRejected as exc:
+        return TeamPosted(settings_error=str(exc))
+
+
+def _create_invite(request: ViewerRequest, team: Team) -> TeamPosted:
+    invite_create(team=team, created_by=request.user)
+    return TeamPosted()
+
+
+# The team page's forms, each named by the field only it posts (its button or input); the
+# first one posted is done. An empty token name creates nothing (the page requires one).
+TEAM_PAGE_ACTIONS: tuple[tuple[str, Callable[[ViewerRequest, Team], TeamPosted]], ...] = (
+    ("revoke", _revoke_token), ("token_name", _create_token),
+    ("share_links", _set_share_links), ("webhook_url", _set_webhook),
+    ("webhook_rotate", _rotate_webhook_secret), ("webhook_test", _test_webhook),
+    ("invite_create", _create_invite),
+)
+
+
+def team_page_action(post: QueryDict) -> Callable[[ViewerRequest, Team], TeamPosted] | None:
+    for field, action in TEAM_PAGE_ACTIONS:
+        if post.get(field) if field == "token_name" else field in post:
+            return action
+    return None
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
-def team_page(request: HttpRequest) -> HttpResponse:
+def team_page(request: ViewerRequest) -> HttpResponse:
     """A team's page; for a user in no team (an admin, often) a landing page that says so,
     with every team's recent submissions for admins."""
-    team = request_team(request)
+    team = request.viewer.team
     if team is None:  # nothing to change (tokens belong to a team): 403 for a POST
         return render(request, "submissions/no_team.html", {
-            "admin": is_admin(request), "submissions": recent_submissions(viewer_of(request))},
+            "admin": request.viewer.admin, "submissions": recent_submissions(request.viewer)},
             status=403 if request.method == "POST" else 200)
-    new_token, settings_error, test_sent = None, None, None
-    if request.method == "POST":
-        # Each of the page's forms posts its own field: which one came says what to do.
-        if "revoke" in request.POST:
-            revoke = form_or_400(TokenRevokeForm(request.POST))["revoke"]
-            ApiToken.objects.filter(team=team, pk=revoke).update(revoked_at=timezone.now())
-        elif request.POST.get("token_name"):
-            name = form_or_400(TokenCreateForm(request.POST))["token_name"]
-            _, new_token = token_create(team=team, name=name, created_by=request.user)
-        elif "share_links" in request.POST:
-            share = ShareLinksForm(request.POST)
-            form_or_400(share)
-            share_links_set(team=team, enabled=share.enabled, actor=request.user)
-        elif "webhook_url" in request.POST:
-            webhook = WebhookForm(request.POST)
-            try:
-                if not webhook.is_valid():
-                    raise WebhookRejected(f"webhook_url: {webhook.errors['webhook_url'][0]}")
-                team_webhook_set(team=team, url=webhook.cleaned_data["webhook_url"],
-                                 actor=request.user)
-            except WebhookRejected as exc:
-                settings_error = str(exc)
-        elif "webhook_rotate" in request.POST:
-            team_webhook_rotate_secret(team=team, actor=request.user)
-        elif "webhook_test" in request.POST:
-            try:
-                test_sent = test_delivery_queue(team=team, actor=request.user)
-            except WebhookRejected as exc:
-                settings_error = str(exc)
-        elif "invite_create" in request.POST:
-            invite_create(team=team, created_by=request.user)
+    action = team_page_action(request.POST) if request.method == "POST" else None
+    posted = action(request, team) if action is not None else TeamPosted()
+    new_token, settings_error, test_sent = posted.new_token, posted.settings_error, posted.test_sent
     return render(request, "submissions/team.html", {
         "team": team, "members": team.members.order_by("username"),
         "tokens": team.tokens.order_by("-created_at"), "new_token": new_token,
         "settings_error": settings_error, "test_sent": test_sent,
         "webhook_url": request.POST.get("webhook_url", team.webhook_url)
         if settings_error else team.webhook_url,
-        "quota": quota_status(team), "submissions": recent_submissions(viewer_of(request)),
+        "quota": quota_status(team), "submissions": recent_submissions(request.viewer),
+        "history_operators": team_operators(team),
         "invites": team.invites.filter(revoked_at__isnull=True, expires_at__gt=timezone.now())
         .order_by("-created_at")},
         status=400 if settings_error else 200)
@@ -111,11 +164,11 @@ def team_page(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 @limited_posts(UploadThrottle, "uploads")
-def upload_page(request: HttpRequest) -> HttpResponse:
-    team = request_team(request)
+def upload_page(request: ViewerRequest) -> HttpResponse:
+    team = request.viewer.team
     if team is None:  # submissions belong to a team: say so rather than a 404
         return render(request, "submissions/upload.html", {"team": None,
-                                                           "admin": is_admin(request)},
+                                                           "admin": request.viewer.admin},
                       status=403 if request.method == "POST" else 200)
     # A rejected upload shows the fields as posted again (a file input cannot be refilled:
     # the page asks for the file again).
@@ -138,7 +191,7 @@ def upload_page(request: HttpRequest) -> HttpResponse:
         return render(request, "submissions/upload.html", context)
     try:
         if not form.is_valid():
-            raise UploadRejected(form.first_error())
+            raise UploadRejected(first_error(form))
         submission = submission_from_upload(team=team, user=request.user, fields=form.cleaned_data)
     except DomainError as exc:
         context["error"] = str(exc)
@@ -147,22 +200,22 @@ def upload_page(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def submission_page(request: HtmxRequest, pk: int) -> HttpResponse:
+def submission_page(request: ViewerRequest, pk: int) -> HttpResponse:
     submission = visible_submission(request, pk)
-    detail = submission_detail(submission, admin=is_admin(request))
-    live = detail["status"] in ("queued", "running")
+    detail = submission_detail(submission, admin=request.viewer.admin)
+    live = detail["status"] in EvaluationJob.Status.active()
     template = "submissions/submission.html"
     if request.htmx:
         template += "#progress"  # the live part only; htmx polls it while jobs run
-    # Scores are the leaderboard's derived data, reached through the reverse relation.
-    score = (submission.scores.filter(weight_set__active=True)
-             .select_related("weight_set").first())
+    score = active_weights_score(submission)
     response = render(request, template, {
         "submission": submission, "detail": detail, "score": score, "live": live,
         # Once every job has ended: per-shape sections a poll would close again.
         "profile": None if live else submission_profile(submission),
         "ncu_profiles": ncu_profiles_of(submission),
-        "own": request_team(request) == submission.team,
+        # Outside the live part: a poll does not read them.
+        "iteration": None if request.htmx else iteration_links(request.viewer, submission),
+        "own": request.viewer.team == submission.team,
         "share_url": request.build_absolute_uri(reverse("submission-shared",
                                                         args=[submission.share_token]))
         if submission.share_token else None})
@@ -172,10 +225,10 @@ def submission_page(request: HtmxRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def submission_share_page(request: HttpRequest, pk: int) -> HttpResponse:
+def submission_share_page(request: ViewerRequest, pk: int) -> HttpResponse:
     """The team's members give the submission a public link, or revoke it."""
     submission = visible_submission(request, pk)
-    if request_team(request) != submission.team:
+    if request.viewer.team != submission.team:
         raise PermissionDenied("only the submission's team can share it")
     if form_or_400(SubmissionShareForm(request.POST))["share"] == "create":
         try:
@@ -189,10 +242,10 @@ def submission_share_page(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def submission_ncu_page(request: HttpRequest, pk: int) -> HttpResponse:
+def submission_ncu_page(request: ViewerRequest, pk: int) -> HttpResponse:
     """The team asks for an ncu profile of one public shape (its own daily quota)."""
     submission = visible_submission(request, pk)
-    if request_team(request) != submission.team:
+    if request.viewer.team != submission.team:
         raise PermissionDenied("only the submission's team can profile it")
     operator, shape = request.POST.get("operator", ""), request.POST.get("shape", "")
     try:

@@ -1,5 +1,5 @@
-"""Links into the iteration pages from the team and submission pages, and the compare page's
-formatting (diff lines, microseconds, signed deltas)."""
+"""The iteration pages' formatting (diff lines, microseconds, signed deltas). The team and
+submission pages' links into them are read by their views (submissions.selectors)."""
 
 from __future__ import annotations
 
@@ -7,34 +7,11 @@ from typing import Any
 
 from django import template
 
-from leaderboard.iteration import compare_choices, diff_lines, team_operators
+from leaderboard.iteration import diff_lines
 from leaderboard.templatetags.board_extras import score_text
-from portal.accounts.auth import request_team
-from portal.accounts.models import Team
-from portal.accounts.viewer import viewer_of
-from submissions.models import Submission
-from submissions.selectors import submissions_visible
+from submissions.models import EvaluationJob
 
 register = template.Library()
-
-
-@register.inclusion_tag("leaderboard/_team_history_links.html")
-def team_history_links(team: Team) -> dict[str, Any]:
-    return {"operators": team_operators(team)}
-
-
-@register.inclusion_tag("leaderboard/_submission_iteration_links.html", takes_context=True)
-def submission_iteration_links(context: dict[str, Any], submission: Submission) -> dict[str, Any]:
-    """Compare with the team's other submissions; each operator's history, for the team only
-    (a history is always the viewer's own team's)."""
-    request = context["request"]
-    own = request_team(request) == submission.team
-    recent = (submissions_visible(viewer_of(request)).filter(team=submission.team)
-              .order_by("-created_at"))
-    return {"submission": submission,
-            "operators": sorted(submission.candidates.values_list("operator__name", flat=True))
-            if own else [],
-            "choices": compare_choices(recent[:50], submission)}
 
 
 @register.filter
@@ -57,7 +34,7 @@ def micro(row: dict[str, Any] | None) -> str:
 def s_op_text(side: dict[str, Any] | None) -> str:
     """An operator's S_op on the compare page: "not timed" when the operator has no time
     but was evaluated (a correct shape without a GPU time), "–" when there is nothing."""
-    if not side or side.get("status") in ("queued", "running", "empty"):
+    if not side or side.get("status") in (*EvaluationJob.Status.active(), "empty"):
         return "–"
     return score_text(side.get("s_op"))
 

@@ -89,6 +89,27 @@ def token_create(*, team: Team, name: str, created_by: object | None = None) -> 
     return token, raw
 
 
+def token_revoke(*, team: Team, token_id: int, actor: object | None) -> bool:
+    """Revoke one of `team`'s tokens, audited; another team's token, or none, is left as it
+    is. Returns whether a token of the team was revoked (again, if it already was)."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    from portal.audit.models import audit
+
+    with transaction.atomic():
+        token = ApiToken.objects.select_for_update().filter(team=team, pk=token_id).first()
+        if token is None:
+            return False
+        before = {"revoked_at": token.revoked_at.isoformat() if token.revoked_at else None}
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+        audit(actor=actor, action="token.revoke", target=f"team:{team.slug}", before=before,
+              after={"token": token.pk, "prefix": token.prefix,
+                     "revoked_at": token.revoked_at.isoformat()})
+    return True
+
+
 def signed_in(user: object) -> User | None:
     """The user to record as an author: None for nobody, an anonymous one, or a system actor."""
     return user if isinstance(user, User) else None

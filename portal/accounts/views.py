@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from portal.accounts.signup import SignupRefused, signup, signup_mode
+from portal.forms import first_error
 
 
 class SignupForm(forms.Form):
@@ -27,8 +28,7 @@ def signup_page(request: HttpRequest) -> HttpResponse:
                "invite": request.GET.get("invite", "")}
     if request.method == "POST":
         if not form.is_valid():
-            name, errors = next(iter(form.errors.items()))
-            context["error"] = f"{name}: {errors[0]}"
+            context["error"] = first_error(form)
             return render(request, "registration/signup.html", context, status=400)
         try:
             made = signup(**form.cleaned_data)
