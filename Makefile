@@ -34,5 +34,6 @@ lint: setup
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
 
+# PYTEST_ARGS narrows a run: `.ci/run` passes `-m on_both_backends` for its second leg.
 test: browser lint
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_ARGS)
