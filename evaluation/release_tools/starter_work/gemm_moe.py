@@ -46,7 +46,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from evaluation.release_tools.make_fixture_roofline import BF16, FP32, INT32, Kwargs, Work
+# topk_softmax_gating is in the fixture release too: its work model, not a copy.
+from evaluation.release_tools.make_fixture_roofline import (
+    BF16,
+    FP32,
+    INT32,
+    Kwargs,
+    Work,
+    topk_softmax_gating,
+)
 
 FP8 = 1
 INT64 = 8
@@ -85,14 +93,6 @@ def fused_moe_bf16(init: Kwargs, inputs: Kwargs) -> Work:
     elementwise = 5 * t * k * i + 2 * t * k * h
     read = t * h * BF16 + hit * 3 * i * h * BF16 + t * k * (FP32 + INT32)
     return Work({"bf16": matmul, "fp32": elementwise}, read_bytes=read, write_bytes=t * h * BF16)
-
-
-def topk_softmax_gating(init: Kwargs, inputs: Kwargs) -> Work:
-    t, e = inputs["num_tokens"], inputs["num_experts"]
-    k = init["topk"]
-    renorm = 2 * t * k if init["renormalize"] else 0
-    return Work({"fp32": 5 * t * e + renorm}, read_bytes=t * e * FP32,
-                write_bytes=t * k * (FP32 + INT32))
 
 
 def moe_align_padded_len(num_pairs: int, num_experts: int, block_size: int) -> int:
