@@ -1,10 +1,11 @@
-"""Shared fixtures: the project's fixture release and its sample candidates."""
+"""Shared fixtures: the project's fixture release and its sample candidates, the world most
+tests stand in (tests/world.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -12,10 +13,30 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURE_RELEASE = REPO / "evaluation" / "releases" / "atrex-fixture"
 SAMPLE_CANDIDATES = REPO / "evaluation" / "sample_candidates"
 
+if TYPE_CHECKING:
+    from evaluation.catalog.models import Release
+    from tests.world import World
+
 
 @pytest.fixture(scope="session")
 def fixture_release_path() -> Path:
     return FIXTURE_RELEASE
+
+
+@pytest.fixture
+def release(db: None) -> Release:
+    """The fixture release, imported."""
+    from tests.world import import_fixture_release  # it imports this module's paths
+
+    return import_fixture_release()
+
+
+@pytest.fixture
+def world(db: None) -> World:
+    """The fixture release and the small named cast (tests/world.py)."""
+    from tests.world import build_world
+
+    return build_world()
 
 
 @pytest.fixture(autouse=True)
