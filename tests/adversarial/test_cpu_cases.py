@@ -25,15 +25,11 @@ import pytest
 from evaluation.harness.limits import hierarchy
 from evaluation.harness.results import UNVERIFIED_ON_CPU, EvaluationResult, shown_verdict
 from evaluation.harness.sandbox import SandboxSettings, planned_isolation
-from tests.adversarial.test_host_escapes import HOST_CASES
-from tests.evaluation.helpers import TEST_SETTINGS, run_candidate, sample_source
+from tests.adversarial.cases import CASE_SANDBOX, FAST, HOST_CASES
+from tests.evaluation.helpers import run_candidate, sample_source
 
 CANDIDATES = Path(__file__).parent / "candidates"
 HONEST = sample_source("rms_norm", "triton_native")
-# Small scratch mounts keep the fill case quick; every other case fits in them many times.
-CASE_SANDBOX = SandboxSettings(scratch_bytes=512 * 2**20, private_tmpfs_bytes=64 * 2**20)
-FAST = dataclasses.replace(TEST_SETTINGS, compile_timeout_s=15.0, call_timeout_s=15.0,
-                           sandbox=CASE_SANDBOX)
 
 
 def failed_with(*texts: str) -> Callable[[EvaluationResult], None]:
@@ -206,7 +202,7 @@ NEEDS_ROOT = pytest.mark.skipif(not planned_isolation(SandboxSettings(), ()).pid
 _PEAK = """
 import resource, sys
 from pathlib import Path
-from tests.adversarial.test_cpu_cases import FAST
+from tests.adversarial.cases import FAST
 from tests.evaluation.helpers import run_candidate
 result = run_candidate("rms_norm", Path(sys.argv[1]).read_text(), ["dev-t4-h256"], settings=FAST)
 print(result.shapes[0].status, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)

@@ -29,6 +29,7 @@ from evaluation.harness.sandbox import (
     workdir_base,
 )
 from evaluation.harness.workarea import AREA_PREFIX, WorkArea, work_area
+from tests.adversarial.cases import HOST_CASES
 from tests.conftest import FIXTURE_RELEASE, REPO
 from tests.evaluation.helpers import TEST_SETTINGS, run_candidate, sample_source
 from tests.worker import descendants, running
@@ -36,7 +37,6 @@ from tests.worker import descendants, running
 CANDIDATES = Path(__file__).parent / "candidates"
 HONEST = sample_source("rms_norm", "triton_native")
 SHAPES = ["dev-t4-h256", "dev-t3-h200"]
-HOST_CASES = ("read_checkout", "plant_links", "unix_sockets", "outlive_worker")
 
 pytestmark = pytest.mark.skipif(
     not planned_isolation(SandboxSettings(), ()).private_root,
