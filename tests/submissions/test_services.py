@@ -9,15 +9,15 @@ from unittest import mock
 import pytest
 from django.db import connection
 
-from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, Release
 from portal.accounts.models import Team
 from submissions.models import Candidate, EvaluationJob, Submission
 from submissions.services import QuotaExceeded, quota_status, submission_create
 from submissions.upload import UploadRejected
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory
-from tests.submissions.test_upload import make_tgz, make_zip
+from tests.uploads import make_tgz, make_zip
+from tests.world import import_fixture_release
 
 HONEST = (SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes()
 
@@ -27,11 +27,6 @@ def upload(team: Team, release: Release, filename: str = "rms_norm.py", data: by
     return submission_create(team=team, user=None, release=release,
                              hardware=HardwareProfile.objects.get(name="H200"),
                              filename=filename, data=data, **kwargs)  # type: ignore[arg-type]
-
-
-@pytest.fixture
-def release(db: None) -> Release:
-    return release_import(path=FIXTURE_RELEASE).release
 
 
 GOOD = b"class Model:\n    pass\n"
@@ -113,7 +108,7 @@ def test_the_concurrent_quota_counts_submissions_still_evaluating(release: Relea
 
 @pytest.mark.django_db(transaction=True)
 def test_eight_concurrent_uploads_never_overrun_the_quota() -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     team = TeamFactory(daily_submission_quota=3, concurrent_job_quota=100)
     outcomes: list[str] = []
     barrier = threading.Barrier(8)
