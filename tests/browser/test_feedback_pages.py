@@ -10,19 +10,13 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from evaluation.catalog.importing import release_import
 from leaderboard.services import weight_set_from_release
 from submissions.models import Submission
 from tests.browser.conftest import VIEWPORT, screenshot, sign_in
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
-from tests.submissions.test_profile import (
-    GEMM_SHAPE,
-    RMS_SHAPE,
-    gpu_shape,
-    gpu_submission,
-    native,
-)
+from tests.reports import GEMM_SHAPE, RMS_SHAPE, gpu_shape, gpu_submission, native
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -123,7 +117,7 @@ def test_a_team_opens_a_shapes_profile_shares_the_submission_and_revokes_the_lin
 
 
 def test_a_check_chosen_on_the_upload_form_is_labelled_on_its_page(page: Page) -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     weight_set_from_release(release)
     member_of(TeamFactory(name="Olive"), "olga")
     sign_in(page, "olga", PASSWORD)

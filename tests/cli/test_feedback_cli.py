@@ -11,15 +11,13 @@ import pytest
 from django.test import override_settings
 
 from atrex_cli import client
-from evaluation.catalog.importing import release_import
 from leaderboard.services import weight_set_from_release
 from portal.accounts.models import Team, token_create
 from submissions.models import EvaluationJob, Submission
-from tests.cli.test_cli import NATIVE, atrex
-from tests.conftest import FIXTURE_RELEASE
-from tests.factories import TeamFactory, member_of
-from tests.leaderboard.test_iteration import KERNEL, submit
-from tests.submissions.test_profile import RMS_SHAPE, gpu_shape, gpu_submission, native
+from tests.builders import KERNEL, scored_kernels
+from tests.cli.helpers import NATIVE, atrex
+from tests.reports import RMS_SHAPE, gpu_shape, gpu_submission, native
+from tests.world import build_world
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,12 +28,11 @@ SUBMIT = ("submit", str(NATIVE), "--operator", "rms_norm", "--release", "atrex-f
 @pytest.fixture
 def served(live_server: Any, tmp_path: Path) -> Any:
     with override_settings(ATREX_SHAPE_FILTER="dev-*"):
-        release = release_import(path=FIXTURE_RELEASE).release
-        weight_set_from_release(release)
-        team = TeamFactory(name="Red")
-        _, token = token_create(team=team, name="cli", created_by=member_of(team, "ruby"))
-        yield {"url": live_server.url, "home": tmp_path / "home", "team": team, "token": token,
-               "release": release}
+        world = build_world()
+        weight_set_from_release(world.release)
+        _, token = token_create(team=world.red, name="cli", created_by=world.ruby)
+        yield {"url": live_server.url, "home": tmp_path / "home", "team": world.red,
+               "token": token, "release": world.release}
 
 
 def test_submit_check_makes_a_check_and_status_labels_it(served: dict[str, Any]) -> None:
@@ -87,9 +84,9 @@ def test_status_json_carries_the_per_shape_profile(served: dict[str, Any]) -> No
 def test_history_and_compare_say_not_timed_and_mark_checks_and_interpreter_runs(
         served: dict[str, Any]) -> None:
     team, release = served["team"], served["release"]
-    timed = submit(team, release, {"rms_norm": (KERNEL.format(factor=2), 0.4)}, seconds=10e-6,
-                   minutes_ago=10)
-    untimed = submit(team, release, {"rms_norm": (KERNEL.format(factor=3), None)})
+    timed = scored_kernels(team, release, {"rms_norm": (KERNEL.format(factor=2), 0.4)}, seconds=10e-6,
+                           minutes_ago=10)
+    untimed = scored_kernels(team, release, {"rms_norm": (KERNEL.format(factor=3), None)})
     Submission.objects.filter(pk=untimed.pk).update(mode="check")
     EvaluationJob.objects.filter(candidate__submission=untimed).update(mode="cpu-interpreter")
     compare = atrex(served, "compare", str(timed.pk), str(untimed.pk), token=served["token"])

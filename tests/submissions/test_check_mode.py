@@ -18,7 +18,8 @@ from submissions.models import EvaluationJob, Submission
 from submissions.services import QuotaExceeded, quota_status, submission_create
 from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
-from tests.submissions.test_outcome import DEV_SHAPES, finish, shape, text
+from tests.pages import text
+from tests.reports import DEV_SHAPES, checked_shape, finish
 
 pytestmark = pytest.mark.django_db
 
@@ -75,7 +76,7 @@ def test_checks_go_on_when_the_submission_quota_is_used_up_and_stop_at_their_own
 def test_a_check_run_in_the_interpreter_uses_no_check_quota(dev_release: Release) -> None:
     team = TeamFactory()
     finish(upload(team, dev_release, "check").candidates.get().job,
-           *(shape(s) for s in DEV_SHAPES), mode="cpu-interpreter")
+           *(checked_shape(s) for s in DEV_SHAPES), mode="cpu-interpreter")
     assert quota_status(team).checks_today == 0
 
 
@@ -98,7 +99,7 @@ def test_the_api_takes_the_mode_and_labels_the_check(dev_release: Release) -> No
     assert created["outcome"]["summary"].endswith("(check mode)")
     EvaluationJob.objects.filter(candidate__submission_id=created["id"]).update(attempts=1)
     finish(EvaluationJob.objects.get(candidate__submission_id=created["id"]),
-           *(shape(s, median_s=20e-6) for s in DEV_SHAPES))
+           *(checked_shape(s, median_s=20e-6) for s in DEV_SHAPES))
     rescore_submission(Submission.objects.get(pk=created["id"]))
     detail = client.get(f"/api/submissions/{created['id']}/").json()
     assert detail["outcome"]["summary"] == "scored: 2 of 2 shapes correct (check mode)"

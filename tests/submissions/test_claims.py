@@ -10,21 +10,21 @@ from unittest import mock
 import pytest
 from django.db import connection
 
-from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile
 from submissions.jobs import RESCORE_TASK, record_event
 from submissions.models import EvaluationJob, ShapeResult
 from submissions.services import submission_create
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory
-from tests.submissions.test_results import event, shape
+from tests.reports import event, timed_shape
+from tests.world import import_fixture_release
 
 SHAPES = ("dev-t4-h256", "dev-t3-h200")
 
 
 def marked(shape_id: str, run: int) -> dict[str, Any]:
     """A shape report that says which run produced it."""
-    return {**shape(shape_id), "max_abs_error": float(run)}
+    return {**timed_shape(shape_id), "max_abs_error": float(run)}
 
 
 @pytest.mark.django_db
@@ -55,7 +55,7 @@ def test_a_redelivered_run_takes_over_and_starts_the_attempt_afresh(
 
 @pytest.mark.django_db(transaction=True)
 def test_parallel_workers_reporting_on_one_job_never_both_hold_it() -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     with mock.patch("submissions.jobs.dispatch_job"):
         submission = submission_create(
             team=TeamFactory(), user=None, release=release,

@@ -15,8 +15,9 @@ from leaderboard.services import rescore_submission
 from submissions.jobs import job_cancel, job_rerun, record_event
 from submissions.models import EvaluationJob, ShapeResult, Submission
 from submissions.services import quota_status
+from tests.builders import honest_upload
 from tests.factories import TeamFactory, UserFactory, member_of
-from tests.submissions.test_outcome import DEV_SHAPES, finish, shape, submit
+from tests.reports import DEV_SHAPES, checked_shape, finish
 
 pytestmark = pytest.mark.django_db
 
@@ -30,29 +31,29 @@ def started(job: EvaluationJob, mode: str | None, run: str = "r1") -> None:
 
 
 def test_the_job_keeps_the_mode_its_worker_reports(dev_release: Release) -> None:
-    job = submit(dev_release).candidates.get().job
+    job = honest_upload(dev_release).candidates.get().job
     assert job.mode == ""  # not reported yet
     started(job, INTERPRETER)
     job.refresh_from_db()
     assert job.mode == INTERPRETER and job.status == "running"
-    finish(job, *(shape(s) for s in DEV_SHAPES), mode=INTERPRETER)
+    finish(job, *(checked_shape(s) for s in DEV_SHAPES), mode=INTERPRETER)
     job.refresh_from_db()
     assert job.mode == INTERPRETER and job.status == "scored"
 
 
 def test_a_worker_that_does_not_say_leaves_the_mode_to_its_result(dev_release: Release) -> None:
-    job = submit(dev_release).candidates.get().job
+    job = honest_upload(dev_release).candidates.get().job
     started(job, None)
     job.refresh_from_db()
     assert job.mode == ""
-    finish(job, *(shape(s) for s in DEV_SHAPES), mode="gpu")
+    finish(job, *(checked_shape(s) for s in DEV_SHAPES), mode="gpu")
     job.refresh_from_db()
     assert job.mode == "gpu"
 
 
 def test_a_rerun_forgets_the_mode_until_its_new_worker_reports(dev_release: Release) -> None:
-    job = submit(dev_release).candidates.get().job
-    finish(job, *(shape(s) for s in DEV_SHAPES), mode=INTERPRETER)
+    job = honest_upload(dev_release).candidates.get().job
+    finish(job, *(checked_shape(s) for s in DEV_SHAPES), mode=INTERPRETER)
     job_rerun(job=job, actor=UserFactory(username="root", is_staff=True))
     job.refresh_from_db()
     assert job.attempts == 2 and job.mode == ""
@@ -60,8 +61,8 @@ def test_a_rerun_forgets_the_mode_until_its_new_worker_reports(dev_release: Rele
 
 def test_an_interpreter_run_is_marked_as_a_check_with_the_interpreters_limits(
         dev_release: Release) -> None:
-    submission = submit(dev_release)
-    finish(submission.candidates.get().job, *(shape(s) for s in DEV_SHAPES), mode=INTERPRETER)
+    submission = honest_upload(dev_release)
+    finish(submission.candidates.get().job, *(checked_shape(s) for s in DEV_SHAPES), mode=INTERPRETER)
     client = Client()
     client.force_login(member_of(submission.team, "ruby"))
     detail = client.get(f"/api/submissions/{submission.pk}/").json()
@@ -77,8 +78,8 @@ def test_an_interpreter_run_is_marked_as_a_check_with_the_interpreters_limits(
 
 
 def test_a_gpu_run_carries_no_interpreter_mark(dev_release: Release) -> None:
-    submission = submit(dev_release)
-    finish(submission.candidates.get().job, *(shape(s, median_s=5e-6) for s in DEV_SHAPES))
+    submission = honest_upload(dev_release)
+    finish(submission.candidates.get().job, *(checked_shape(s, median_s=5e-6) for s in DEV_SHAPES))
     client = Client()
     client.force_login(member_of(submission.team, "ruby"))
     html = client.get(f"/submissions/{submission.pk}/").content.decode()
@@ -89,14 +90,14 @@ def test_interpreter_checks_do_not_count_against_the_daily_quota(dev_release: Re
     team = TeamFactory(daily_submission_quota=5, concurrent_job_quota=10)
 
     def upload() -> Submission:
-        submission = submit(dev_release)
+        submission = honest_upload(dev_release)
         Submission.objects.filter(pk=submission.pk).update(team=team)
         return submission
 
     checked, measured, cancelled, waiting = upload(), upload(), upload(), upload()
     assert quota_status(team).used_today == 4  # counted from the upload on
-    finish(checked.candidates.get().job, *(shape(s) for s in DEV_SHAPES), mode=INTERPRETER)
-    finish(measured.candidates.get().job, *(shape(s, median_s=5e-6) for s in DEV_SHAPES))
+    finish(checked.candidates.get().job, *(checked_shape(s) for s in DEV_SHAPES), mode=INTERPRETER)
+    finish(measured.candidates.get().job, *(checked_shape(s, median_s=5e-6) for s in DEV_SHAPES))
     job_cancel(job=cancelled.candidates.get().job)  # a cancelled submission still counts
     assert quota_status(team).used_today == 3
     started(waiting.candidates.get().job, INTERPRETER)  # known as soon as its worker starts
@@ -110,9 +111,9 @@ def test_jobs_stored_before_workers_reported_their_mode_get_it_from_their_result
 
     backfill = importlib.import_module("submissions.migrations.0005_evaluationjob_mode")
     rescore = importlib.import_module("leaderboard.migrations.0004_score_interpreter_jobs")
-    checked, measured = submit(dev_release), submit(dev_release)
-    finish(checked.candidates.get().job, *(shape(s) for s in DEV_SHAPES), mode=INTERPRETER)
-    finish(measured.candidates.get().job, *(shape(s, median_s=5e-6) for s in DEV_SHAPES))
+    checked, measured = honest_upload(dev_release), honest_upload(dev_release)
+    finish(checked.candidates.get().job, *(checked_shape(s) for s in DEV_SHAPES), mode=INTERPRETER)
+    finish(measured.candidates.get().job, *(checked_shape(s, median_s=5e-6) for s in DEV_SHAPES))
     ShapeResult.objects.filter(job__candidate__submission=checked).update(raw={
         "timing": {"measured": False, "reason": "not measured: no GPU (CPU interpreter mode)"}})
     for submission in (checked, measured):

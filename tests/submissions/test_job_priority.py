@@ -14,8 +14,8 @@ from evaluation.catalog.models import Release
 from evaluation.protocol import FILESYSTEM_TRANSPORT, broker_settings, worker_queues
 from submissions.jobs import dispatch_job, job_rerun
 from submissions.models import EvaluationJob, Submission
+from tests.builders import honest_upload
 from tests.factories import UserFactory, member_of
-from tests.submissions.test_outcome import submit
 
 pytestmark = pytest.mark.django_db
 
@@ -55,8 +55,8 @@ def test_the_embedded_broker_hands_out_team_jobs_before_low_ones(tmp_path: Path)
 
 def test_baselines_and_admin_reruns_go_to_the_low_queue_team_jobs_do_not(
         dev_release: Release) -> None:
-    team = submit(dev_release)
-    baseline = submit(dev_release)
+    team = honest_upload(dev_release)
+    baseline = honest_upload(dev_release)
     Submission.objects.filter(pk=baseline.pk).update(baseline=Submission.Baseline.PYTORCH)
     with mock.patch("submissions.jobs.current_app") as app:
         for submission in (team, baseline):
@@ -72,8 +72,8 @@ def test_baselines_and_admin_reruns_go_to_the_low_queue_team_jobs_do_not(
 
 def test_a_team_job_is_not_placed_behind_a_baseline(dev_release: Release) -> None:
     with mock.patch("submissions.jobs.current_app.send_task"):
-        baseline = submit(dev_release)
-        ours = submit(dev_release)
+        baseline = honest_upload(dev_release)
+        ours = honest_upload(dev_release)
     EvaluationJob.objects.filter(candidate__submission=baseline).update(low_priority=True)
     client = Client()
     client.force_login(member_of(ours.team, "quinn"))

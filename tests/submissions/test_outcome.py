@@ -4,64 +4,23 @@ the kernels that ran outside the candidate's own."""
 
 from __future__ import annotations
 
-import io
 import re
-import zipfile
 from typing import Any
 
 import pytest
 from django.test import Client
 
-from evaluation.catalog.models import HardwareProfile, Release
+from evaluation.catalog.models import Release
 from leaderboard.services import rescore_submission
 from submissions.jobs import job_cancel, record_event
-from submissions.models import EvaluationJob, ShapeResult, Submission
+from submissions.models import ShapeResult, Submission
 from submissions.selectors import JobTally, submission_outcome
-from submissions.services import submission_create
-from tests.conftest import SAMPLE_CANDIDATES
-from tests.factories import TeamFactory, member_of
+from tests.builders import honest_upload
+from tests.factories import member_of
+from tests.pages import text
+from tests.reports import DEV_SHAPES, checked_shape, finish
 
 pytestmark = pytest.mark.django_db
-
-DEV_SHAPES = ("dev-t4-h256", "dev-t3-h200")  # rms_norm's dev tier, in shape order
-WRONG = "correctness: max abs error 0.53 > atol 0.01 + rtol 0.01 * |expected|"
-
-
-def submit(release: Release, operators: tuple[str, ...] = ("rms_norm",)) -> Submission:
-    """An upload of honest Triton kernels, its jobs numbered as dispatch would (attempt 1)."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name in operators:
-            archive.writestr(f"{name}.py", (SAMPLE_CANDIDATES / name / "triton_native.py").read_text())
-    submission = submission_create(team=TeamFactory(), user=None, release=release,
-                                   hardware=HardwareProfile.objects.get(name="H200"),
-                                   filename="kernels.zip", data=buffer.getvalue())
-    EvaluationJob.objects.filter(candidate__submission=submission).update(attempts=1)
-    return submission
-
-
-def shape(shape_id: str, passed: bool = True, adoption: dict[str, Any] | None = None,
-          median_s: float | None = None) -> dict[str, Any]:
-    """A shape as the harness reports it (no time: a CPU run)."""
-    return {"shape_id": shape_id, "status": "passed" if passed else "failed",
-            "stage_reached": "adoption" if passed else "compile",
-            "failed_stage": None if passed else "correctness", "error": None if passed else WRONG,
-            "max_abs_error": 0.0 if passed else 0.53, "max_rel_error": 0.0,
-            "adoption": adoption or {"verdict": "native", "dsl_ratio": 1.0},
-            "timing": {"measured": median_s is not None, "median_s": median_s, "n": 20,
-                       "method": "graph"}}
-
-
-def finish(job: EvaluationJob, *shapes: dict[str, Any], mode: str = "gpu") -> None:
-    ids = {"job_id": job.pk, "attempt": 1, "worker": "gpu-1", "run": "r1"}
-    record_event("started", {**ids, "mode": mode})
-    record_event("result", {**ids, "result": {"mode": mode, "evaluator_version": "0.1.0",
-                                              "shapes": list(shapes)}})
-
-
-def text(html: str) -> str:
-    """An HTML fragment's words, one space apart and padded: " failed 0 of 2 ... "."""
-    return " " + " ".join(re.sub(r"<[^>]+>", " ", html).split()) + " "
 
 
 def member(submission: Submission) -> Client:
@@ -81,8 +40,8 @@ def page(submission: Submission, path: str | None = None) -> str:
 
 
 def test_a_submission_whose_every_shape_failed_is_failed_not_scored(dev_release: Release) -> None:
-    submission = submit(dev_release)
-    finish(submission.candidates.get().job, *(shape(s, passed=False) for s in DEV_SHAPES))
+    submission = honest_upload(dev_release)
+    finish(submission.candidates.get().job, *(checked_shape(s, passed=False) for s in DEV_SHAPES))
     detail = api(submission)
     assert detail["status"] == "scored"  # the jobs' status, kept for compatibility
     assert detail["outcome"] == {"status": "failed", "summary": "failed: 0 of 2 shapes correct",
@@ -95,23 +54,23 @@ def test_a_submission_whose_every_shape_failed_is_failed_not_scored(dev_release:
 
 def test_a_partly_correct_submission_is_scored_with_its_count_of_correct_shapes(
         dev_release: Release) -> None:
-    submission = submit(dev_release)
-    finish(submission.candidates.get().job, shape(DEV_SHAPES[0]), shape(DEV_SHAPES[1], False))
+    submission = honest_upload(dev_release)
+    finish(submission.candidates.get().job, checked_shape(DEV_SHAPES[0]), checked_shape(DEV_SHAPES[1], False))
     outcome = api(submission)["outcome"]
     assert outcome["status"] == "scored" and outcome["summary"] == "scored: 1 of 2 shapes correct"
     assert 'id="submission-status">scored<' in page(submission)
 
 
 def test_correct_fallbacks_are_counted_apart_from_native_shapes(dev_release: Release) -> None:
-    submission = submit(dev_release)
+    submission = honest_upload(dev_release)
     torch = {"verdict": "fallback-torch", "dsl_ratio": 0.0}
-    finish(submission.candidates.get().job, *(shape(s, adoption=torch) for s in DEV_SHAPES))
+    finish(submission.candidates.get().job, *(checked_shape(s, adoption=torch) for s in DEV_SHAPES))
     assert api(submission)["outcome"]["summary"] == "scored: 2 of 2 shapes correct, 0 native"
 
 
 def test_a_job_cancelled_before_any_shape_leaves_the_submission_cancelled(
         dev_release: Release) -> None:
-    submission = submit(dev_release)
+    submission = honest_upload(dev_release)
     assert job_cancel(job=submission.candidates.get().job)
     outcome = api(submission)["outcome"]
     assert outcome["status"] == "cancelled"
@@ -119,7 +78,7 @@ def test_a_job_cancelled_before_any_shape_leaves_the_submission_cancelled(
 
 
 def test_an_infrastructure_failure_before_any_shape_is_lost_not_failed(dev_release: Release) -> None:
-    submission = submit(dev_release)
+    submission = honest_upload(dev_release)
     job = submission.candidates.get().job
     record_event("failed", {"job_id": job.pk, "attempt": 1, "worker": "gpu-1", "run": "r1",
                             "reason": "HarnessError: child did not start", "infrastructure": True})
@@ -129,9 +88,9 @@ def test_an_infrastructure_failure_before_any_shape_is_lost_not_failed(dev_relea
 
 
 def test_while_jobs_run_the_outcome_counts_the_shapes_so_far(dev_release: Release) -> None:
-    submission = submit(dev_release, ("rms_norm", "silu_and_mul"))
+    submission = honest_upload(dev_release, ("rms_norm", "silu_and_mul"))
     rms = submission.candidates.get(operator__name="rms_norm").job
-    finish(rms, *(shape(s, passed=False) for s in DEV_SHAPES))
+    finish(rms, *(checked_shape(s, passed=False) for s in DEV_SHAPES))
     outcome = api(submission)["outcome"]
     assert outcome["status"] == "queued"  # silu_and_mul still waits: not failed yet
     assert outcome["summary"] == "queued: 2 of 4 shapes evaluated, 0 correct so far"
@@ -152,12 +111,12 @@ def test_the_outcome_status_is_scored_only_when_a_shape_was_correct(
 
 
 def test_the_team_page_shows_each_submissions_outcome_and_score(dev_release: Release) -> None:
-    failed, timed, untimed = submit(dev_release), submit(dev_release), submit(dev_release)
-    finish(failed.candidates.get().job, *(shape(s, passed=False) for s in DEV_SHAPES))
-    finish(timed.candidates.get().job, *(shape(s, median_s=50e-6) for s in DEV_SHAPES))
+    failed, timed, untimed = (honest_upload(dev_release) for _ in range(3))
+    finish(failed.candidates.get().job, *(checked_shape(s, passed=False) for s in DEV_SHAPES))
+    finish(timed.candidates.get().job, *(checked_shape(s, median_s=50e-6) for s in DEV_SHAPES))
     ShapeResult.objects.filter(job__candidate__submission=timed).update(attainment=0.5)
-    finish(untimed.candidates.get().job, *(shape(s) for s in DEV_SHAPES))
-    waiting = submit(dev_release)
+    finish(untimed.candidates.get().job, *(checked_shape(s) for s in DEV_SHAPES))
+    waiting = honest_upload(dev_release)
     for submission in (failed, timed, untimed):
         rescore_submission(submission)
         team = submission.team
@@ -177,8 +136,8 @@ def test_the_team_page_shows_each_submissions_outcome_and_score(dev_release: Rel
 
 def test_the_submission_page_prints_untimed_results_as_not_timed_and_failures_as_zero(
         dev_release: Release) -> None:
-    submission = submit(dev_release)
-    finish(submission.candidates.get().job, shape(DEV_SHAPES[0]), shape(DEV_SHAPES[1], False))
+    submission = honest_upload(dev_release)
+    finish(submission.candidates.get().job, checked_shape(DEV_SHAPES[0]), checked_shape(DEV_SHAPES[1], False))
     rescore_submission(submission)
     html = page(submission)
     cells = {shape_id: text(row) for shape_id, row in
@@ -194,12 +153,12 @@ def test_the_submission_page_prints_untimed_results_as_not_timed_and_failures_as
 
 def test_the_submission_page_names_the_kernels_that_ran_outside_the_candidates(
         dev_release: Release) -> None:
-    submission = submit(dev_release)
+    submission = honest_upload(dev_release)
     vendor = {"verdict": "fallback-vendor", "dsl_ratio": 0.1, "method": "device-time",
               "foreign_kernels": [{"name": "nvjet_tst_128x64_64x4", "category": "vendor",
                                    "count": 2, "device_time_us": 11.5}],
               "aten_compute_ops": {"aten::mm": 2}}
-    finish(submission.candidates.get().job, *(shape(s, adoption=vendor, median_s=40e-6)
+    finish(submission.candidates.get().job, *(checked_shape(s, adoption=vendor, median_s=40e-6)
                                               for s in DEV_SHAPES))
     result = api(submission)["jobs"][0]["results"][0]
     assert result["foreign_kernels"] == [{"name": "nvjet_tst_128x64_64x4", "category": "vendor",

@@ -14,8 +14,8 @@ from django.utils import timezone
 from atrex_cli.main import queue_place_text
 from evaluation.catalog.models import Release
 from submissions.models import EvaluationJob
+from tests.builders import honest_upload
 from tests.factories import member_of
-from tests.submissions.test_outcome import submit
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +28,7 @@ def _no_broker() -> Any:
 
 def finished(release: Release, seconds: float) -> None:
     """A job that ran `seconds` on H200 and is scored."""
-    job = EvaluationJob.objects.get(candidate__submission=submit(release))
+    job = EvaluationJob.objects.get(candidate__submission=honest_upload(release))
     start = timezone.now() - timedelta(hours=1)
     EvaluationJob.objects.filter(pk=job.pk).update(
         status="scored", started_at=start, finished_at=start + timedelta(seconds=seconds))
@@ -37,10 +37,10 @@ def finished(release: Release, seconds: float) -> None:
 def test_a_queued_job_names_its_place_and_an_estimate(dev_release: Release) -> None:
     for seconds in (30, 60, 90):  # median 60 s
         finished(dev_release, seconds)
-    running = EvaluationJob.objects.get(candidate__submission=submit(dev_release))
+    running = EvaluationJob.objects.get(candidate__submission=honest_upload(dev_release))
     EvaluationJob.objects.filter(pk=running.pk).update(status="running", worker="gpu-0")
-    ahead = submit(dev_release)  # queued, before ours
-    ours = submit(dev_release)
+    ahead = honest_upload(dev_release)  # queued, before ours
+    ours = honest_upload(dev_release)
     client = Client()
     client.force_login(member_of(ours.team, "quinn"))
     [job] = client.get(f"/api/submissions/{ours.pk}/").json()["jobs"]
@@ -60,7 +60,7 @@ def test_a_queued_job_names_its_place_and_an_estimate(dev_release: Release) -> N
 
 
 def test_without_history_there_is_a_place_but_no_estimate(dev_release: Release) -> None:
-    ours = submit(dev_release)
+    ours = honest_upload(dev_release)
     client = Client()
     client.force_login(member_of(ours.team, "quinn"))
     [job] = client.get(f"/api/submissions/{ours.pk}/").json()["jobs"]
@@ -69,7 +69,7 @@ def test_without_history_there_is_a_place_but_no_estimate(dev_release: Release) 
 
 
 def test_a_running_or_ended_job_has_no_place(dev_release: Release) -> None:
-    ours = submit(dev_release)
+    ours = honest_upload(dev_release)
     EvaluationJob.objects.filter(candidate__submission=ours).update(status="running")
     client = Client()
     client.force_login(member_of(ours.team, "quinn"))

@@ -2,41 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from django.test import Client
 
 from submissions.jobs import record_event
 from submissions.models import EvaluationJob, ShapeResult
 from tests.factories import member_of
+from tests.reports import event, timed_shape
 
 pytestmark = pytest.mark.django_db
-
-
-def shape(shape_id: str, median_s: float | None = 20e-6, status: str = "passed") -> dict[str, Any]:
-    return {"shape_id": shape_id, "status": status, "stage_reached": "performance",
-            "failed_stage": None, "error": None, "max_abs_error": 0.01, "max_rel_error": 0.01,
-            "adoption": {"verdict": "native", "dsl_ratio": 1.0},
-            "timing": {"measured": median_s is not None, "median_s": median_s, "n": 20,
-                       "method": "graph"}}
-
-
-def event(job: EvaluationJob, **extra: Any) -> dict[str, Any]:
-    return {"job_id": job.pk, "attempt": job.attempts, "worker": "gpu-1", **extra}
 
 
 def test_a_redelivered_progress_event_stores_one_result(job: EvaluationJob) -> None:
     for _ in range(2):
         record_event("progress", event(job, done=1, total=8,
-                                       shape=shape("llama8b-prefill-t4096-h4096")))
+                                       shape=timed_shape("llama8b-prefill-t4096-h4096")))
     job.refresh_from_db()
     assert job.status == "running" and job.shapes_done == 1 and job.worker == "gpu-1"
     assert ShapeResult.objects.filter(job=job).count() == 1
 
 
 def test_attainment_comes_from_the_hidden_roofline(job: EvaluationJob) -> None:
-    record_event("progress", event(job, shape=shape("llama8b-prefill-t4096-h4096", 20e-6)))
+    record_event("progress", event(job, shape=timed_shape("llama8b-prefill-t4096-h4096", 20e-6)))
     result = ShapeResult.objects.get(job=job)
     # W/Q of rms_norm 4096x4096 bf16: Q = 2*4096*4096*2 + 2*4096 bytes; memory-bound on H200.
     sol = (2 * 4096 * 4096 * 2 + 2 * 4096) / 4.8e12
@@ -46,19 +33,19 @@ def test_attainment_comes_from_the_hidden_roofline(job: EvaluationJob) -> None:
 
 
 def test_a_time_below_sol_is_quarantined_as_suspicious(job: EvaluationJob) -> None:
-    record_event("progress", event(job, shape=shape("llama8b-prefill-t4096-h4096", 1e-6)))
+    record_event("progress", event(job, shape=timed_shape("llama8b-prefill-t4096-h4096", 1e-6)))
     result = ShapeResult.objects.get(job=job)
     assert result.attainment > 1 and result.suspicious
 
 
 def test_events_of_an_older_attempt_are_ignored(job: EvaluationJob) -> None:
-    record_event("progress", {**event(job, shape=shape("dev-t4-h256")), "attempt": 0})
+    record_event("progress", {**event(job, shape=timed_shape("dev-t4-h256")), "attempt": 0})
     assert ShapeResult.objects.count() == 0
 
 
 def test_the_result_event_scores_the_job_and_later_events_are_ignored(job: EvaluationJob) -> None:
     record_event("result", event(job, result={"evaluator_version": "0.1.0",
-                                              "shapes": [shape("dev-t4-h256", None)]}))
+                                              "shapes": [timed_shape("dev-t4-h256", None)]}))
     job.refresh_from_db()
     assert job.status == "scored" and job.finished_at is not None
     record_event("failed", event(job, reason="late"))
@@ -72,7 +59,7 @@ def test_a_cancelled_job_ignores_what_its_worker_still_sends(job: EvaluationJob)
     client.force_login(member_of(team, "carol"))
     response = client.post(f"/api/submissions/{job.candidate.submission_id}/cancel/")
     assert response.status_code == 200 and response.json()["jobs"][0]["status"] == "cancelled"
-    record_event("progress", event(job, shape=shape("dev-t4-h256")))
+    record_event("progress", event(job, shape=timed_shape("dev-t4-h256")))
     assert ShapeResult.objects.count() == 0
 
 

@@ -14,14 +14,8 @@ from portal.audit.models import AuditEntry
 from submissions.models import Submission
 from submissions.sharing import TOKEN_BYTES
 from tests.factories import TeamFactory, UserFactory, member_of
-from tests.submissions.test_profile import (
-    GEMM_SHAPE,
-    RMS_SHAPE,
-    gpu_shape,
-    gpu_submission,
-    native,
-    signed_in,
-)
+from tests.reports import GEMM_SHAPE, RMS_SHAPE, gpu_shape, gpu_submission, native
+from tests.world import signed_in
 
 pytestmark = pytest.mark.django_db
 

@@ -20,7 +20,7 @@ from submissions.jobs import attempt_task_id, jobs_sweep, record_event
 from submissions.models import EvaluationJob, ShapeResult
 from tests.conftest import REPO
 from tests.factories import member_of
-from tests.submissions.test_results import event, shape
+from tests.reports import event, timed_shape
 
 pytestmark = pytest.mark.django_db
 STALE = settings.ATREX_JOB_STALE_SECONDS
@@ -36,7 +36,7 @@ def broker() -> Iterator[dict[str, mock.MagicMock]]:
 
 def running(job: EvaluationJob, quiet_for: float) -> EvaluationJob:
     """`job` reported its first shape, then nothing for `quiet_for` seconds."""
-    record_event("progress", event(job, run="run-a", shape=shape("dev-t4-h256")))
+    record_event("progress", event(job, run="run-a", shape=timed_shape("dev-t4-h256")))
     EvaluationJob.objects.filter(pk=job.pk).update(
         heartbeat_at=timezone.now() - timedelta(seconds=quiet_for))
     job.refresh_from_db()
@@ -69,14 +69,14 @@ def test_late_reports_of_the_abandoned_attempt_are_ignored(
     running(job, quiet_for=STALE + 1)
     sweep(django_capture_on_commit_callbacks)
     late = {**event(job, run="run-a"), "attempt": 1}
-    record_event("progress", {**late, "shape": shape("dev-t3-h200")})
-    record_event("result", {**late, "result": {"shapes": [shape("dev-t4-h256"),
-                                                          shape("dev-t3-h200")]}})
+    record_event("progress", {**late, "shape": timed_shape("dev-t3-h200")})
+    record_event("result", {**late, "result": {"shapes": [timed_shape("dev-t4-h256"),
+                                                                timed_shape("dev-t3-h200")]}})
     job.refresh_from_db()
     assert job.status == "queued" and job.attempts == 2
     assert list(ShapeResult.objects.filter(job=job).values_list("attempt", flat=True)) == [1]
     record_event("result", {**event(job, run="run-b"), "result": {"shapes": [
-        shape("dev-t4-h256"), shape("dev-t3-h200")]}})
+        timed_shape("dev-t4-h256"), timed_shape("dev-t3-h200")]}})
     job.refresh_from_db()
     assert job.status == "scored" and job.shapes_done == 2
     assert ShapeResult.objects.filter(job=job, attempt=2).count() == 2

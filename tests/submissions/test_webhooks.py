@@ -37,7 +37,8 @@ from submissions.webhooks import (
     submission_ended_notify,
 )
 from tests.factories import TeamFactory, UserFactory, member_of
-from tests.submissions.test_profile import RMS_SHAPE, gpu_shape, gpu_submission, native, signed_in
+from tests.reports import RMS_SHAPE, gpu_shape, gpu_submission, native
+from tests.world import signed_in
 
 pytestmark = pytest.mark.django_db
 
