@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from evaluation.catalog.importing import release_import
 from leaderboard.models import WeightSet
 from leaderboard.services import weight_set_activate, weight_set_create, weight_set_from_release
 from submissions.models import EvaluationJob, ShapeResult
@@ -20,9 +19,9 @@ from tests.browser.conftest import (
     screenshot,
     sign_in,
 )
-from tests.conftest import FIXTURE_RELEASE
+from tests.builders import scored_submission
 from tests.factories import UserFactory
-from tests.leaderboard.test_boards import scored_submission
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,7 +29,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def boards() -> dict[str, Any]:
     """Three ranked teams and one quarantined; rms_norm-only weights active, gemm-only ready."""
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     weight_set_from_release(release)
     submissions = {
         "Red": scored_submission(release, "Red", {"rms_norm": 0.8, "gemm_fp16": 0.2}),
@@ -137,7 +136,7 @@ def test_an_admin_activates_new_weights_and_the_board_reorders(
 
 
 def test_a_board_shows_three_dsls_side_by_side_filterable_with_their_rates(page: Page) -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     weight_set_from_release(release)
     scored_submission(release, "Red", {"rms_norm": 0.8, "gemm_fp16": 0.2})
     scored_submission(release, "Green", {"rms_norm": 0.5, "gemm_fp16": 0.9}, dsl="cute")

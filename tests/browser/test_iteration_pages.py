@@ -9,17 +9,19 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from evaluation.catalog.importing import release_import
 from leaderboard.services import weight_set_from_release
 from submissions.models import Submission
 from tests.browser.conftest import canvas_painted_pixels, screenshot, sign_in
-from tests.conftest import FIXTURE_RELEASE
+from tests.builders import scored_kernels
 from tests.factories import TeamFactory, member_of
-from tests.leaderboard.test_iteration import submit
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PASSWORD = "correct horse battery"  # tests.factories.UserFactory's
+TORCH_FALLBACK = ("import torch\n\nclass Model(torch.nn.Module):\n"
+                  "    def forward(self, x, weight):\n"
+                  "        return torch.rms_norm(x, x.shape[-1:], weight)\n")
 BLOCK = "        BLOCK = {block}\n"
 KERNEL = """import torch
 import triton
@@ -53,27 +55,24 @@ def kernel(block: int, warps: int | None = None) -> str:
 def history() -> dict[str, Any]:
     """Teal's rms_norm over five submissions: better, a torch fallback, the same source
     again, then tuned; gemm_fp16 beside it twice."""
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     weight_set_from_release(release)
     teal = TeamFactory(name="Teal")
     member_of(teal, "alice")
     gemm = "import triton\n\nclass Model:\n    pass\n"
     steps = [
-        submit(teal, release, {"rms_norm": (kernel(1024), [0.31, 0.28, 0.35])},
-               seconds=[9.1e-6, 12.4e-6, 40.2e-6], minutes_ago=300),
-        submit(teal, release, {"rms_norm": (kernel(4096), [0.48, 0.41, 0.52]),
-                               "gemm_fp16": (gemm, [0.55, 0.61, 0.58])},
-               seconds=[5.9e-6, 8.5e-6, 27.1e-6], minutes_ago=240),
-        submit(teal, release, {"rms_norm": ("import torch\n\nclass Model(torch.nn.Module):\n"
-                                            "    def forward(self, x, weight):\n"
-                                            "        return torch.rms_norm(x, x.shape[-1:], weight)\n",
-                                            [0.6, 0.6, 0.6])},
-               verdict="fallback-torch", seconds=[4.1e-6, 6.0e-6, 22.3e-6], minutes_ago=180),
-        submit(teal, release, {"rms_norm": (kernel(4096), [0.47, 0.42, 0.52])},
-               seconds=[6.0e-6, 8.4e-6, 27.0e-6], minutes_ago=120),
-        submit(teal, release, {"rms_norm": (kernel(4096, warps=8), [0.71, 0.66, 0.74]),
-                               "gemm_fp16": (gemm, [0.55, 0.61, 0.58])},
-               seconds=[4.0e-6, 5.3e-6, 19.0e-6], minutes_ago=60),
+        scored_kernels(teal, release, {"rms_norm": (kernel(1024), [0.31, 0.28, 0.35])},
+                       seconds=[9.1e-6, 12.4e-6, 40.2e-6], minutes_ago=300),
+        scored_kernels(teal, release, {"rms_norm": (kernel(4096), [0.48, 0.41, 0.52]),
+                                       "gemm_fp16": (gemm, [0.55, 0.61, 0.58])},
+                       seconds=[5.9e-6, 8.5e-6, 27.1e-6], minutes_ago=240),
+        scored_kernels(teal, release, {"rms_norm": (TORCH_FALLBACK, [0.6, 0.6, 0.6])},
+                       verdict="fallback-torch", seconds=[4.1e-6, 6.0e-6, 22.3e-6], minutes_ago=180),
+        scored_kernels(teal, release, {"rms_norm": (kernel(4096), [0.47, 0.42, 0.52])},
+                       seconds=[6.0e-6, 8.4e-6, 27.0e-6], minutes_ago=120),
+        scored_kernels(teal, release, {"rms_norm": (kernel(4096, warps=8), [0.71, 0.66, 0.74]),
+                                       "gemm_fp16": (gemm, [0.55, 0.61, 0.58])},
+                       seconds=[4.0e-6, 5.3e-6, 19.0e-6], minutes_ago=60),
     ]
     for i, step in enumerate(steps):
         Submission.objects.filter(pk=step.pk).update(agent="claude-code", model_name="opus",

@@ -3,19 +3,17 @@ tables scroll inside their own box."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import pytest
 from playwright.sync_api import Page
 
-from evaluation.catalog.importing import release_import
 from leaderboard.models import WeightSet
 from leaderboard.services import rescore_weight_set, summaries_rebuild, weight_set_from_release
-from submissions.models import EvaluationJob, ShapeResult
+from submissions.models import EvaluationJob, ShapeResult, Submission
 from tests.browser.conftest import sign_in
-from tests.conftest import FIXTURE_RELEASE
-from tests.factories import UserFactory, member_of
-from tests.leaderboard.test_boards import scored_submission
+from tests.builders import scored_submission
+from tests.world import World, build_world, extended
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,14 +24,20 @@ LONG_ERROR = ("correctness failed: output 'out' differs from the reference: max 
               "Traceback_without_spaces_" + "x" * 120)
 
 
+@dataclass(frozen=True)
+class PhoneWorld(World):
+    red_submission: Submission  # a failed shape with a long error and fallback evidence
+
+
 @pytest.fixture
-def world() -> dict[str, Any]:
+def world() -> PhoneWorld:
     """Two ranked teams; Red's submission has a failed shape with a long error and
     fallback evidence; an admin without a team."""
-    release = release_import(path=FIXTURE_RELEASE).release
+    world = build_world()
+    release = world.release
     weight_set_from_release(release)
-    red = scored_submission(release, "Red", {"rms_norm": 0.8, "gemm_fp16": 0.2})
-    scored_submission(release, "Blue", {"rms_norm": 0.2, "gemm_fp16": 0.6})
+    red = scored_submission(release, world.red, {"rms_norm": 0.8, "gemm_fp16": 0.2})
+    scored_submission(release, world.blue, {"rms_norm": 0.2, "gemm_fp16": 0.6})
     for job in EvaluationJob.objects.all():
         shapes = job.results.count()
         EvaluationJob.objects.filter(pk=job.pk).update(shapes_total=shapes, shapes_done=shapes)
@@ -48,9 +52,7 @@ def world() -> dict[str, Any]:
     summaries_rebuild(release)
     for weight_set in WeightSet.objects.filter(release=release):
         rescore_weight_set(weight_set)
-    member_of(red.team, "ruby")
-    UserFactory(username="root", is_staff=True, is_superuser=True)
-    return {"release": release, "red": red}
+    return extended(world, PhoneWorld, red_submission=red)
 
 
 def horizontal_overflow(page: Page, path: str) -> int:
@@ -59,9 +61,9 @@ def horizontal_overflow(page: Page, path: str) -> int:
     return int(page.evaluate("document.documentElement.scrollWidth")) - PHONE["width"]
 
 
-def test_no_main_page_scrolls_sideways_on_a_phone(page: Page, world: dict[str, Any]) -> None:
+def test_no_main_page_scrolls_sideways_on_a_phone(page: Page, world: PhoneWorld) -> None:
     page.set_viewport_size(PHONE)
-    pk, red = world["release"].pk, world["red"].pk
+    pk, red = world.release.pk, world.red_submission.pk
     public = ["/", f"/releases/{pk}/", f"/releases/{pk}/rms_norm/", f"/boards/{pk}/H200/",
               f"/boards/{pk}/H200/?all=1", f"/boards/{pk}/H200/operators/rms_norm/",
               f"/boards/{pk}/H200/analysis/", f"/boards/{pk}/H200/changes/", "/accounts/login/",

@@ -4,11 +4,8 @@ live_server), with a real Celery worker where an evaluation has to happen."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import stat
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -17,18 +14,17 @@ import pytest
 from django.test import override_settings
 
 from atrex_cli import client
-from evaluation.catalog.importing import release_import
 from leaderboard.services import weight_set_from_release
 from portal.accounts.models import Team, token_create
 from submissions.models import Submission
-from tests.conftest import FIXTURE_RELEASE, REPO, SAMPLE_CANDIDATES
-from tests.factories import TeamFactory, member_of
+from tests.cli.helpers import NATIVE, atrex
+from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.worker import celery_worker
+from tests.world import World
 
 pytestmark = [pytest.mark.django_db(transaction=True),
               pytest.mark.usefixtures("cpu_shapes")]
 
-NATIVE = SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py"
 SUBMIT_NATIVE = ("submit", str(NATIVE), "--operator", "rms_norm", "--release", "atrex-fixture")
 
 
@@ -39,28 +35,13 @@ def cpu_shapes() -> Any:
 
 
 @pytest.fixture
-def portal(live_server: Any, tmp_path: Path) -> dict[str, Any]:
-    release = release_import(path=FIXTURE_RELEASE).release
-    weight_set_from_release(release)
-    team = TeamFactory(name="Red")
-    _, token = token_create(team=team, name="cli", created_by=member_of(team, "ruby"))
-    blue = TeamFactory(name="Blue")
-    _, blue_token = token_create(team=blue, name="cli", created_by=member_of(blue, "bert"))
-    return {"url": live_server.url, "release": release, "team": team, "token": token,
+def portal(live_server: Any, tmp_path: Path, world: World) -> dict[str, Any]:
+    """The shared world served live; Red's and Blue's tokens."""
+    weight_set_from_release(world.release)
+    _, token = token_create(team=world.red, name="cli", created_by=world.ruby)
+    _, blue_token = token_create(team=world.blue, name="cli", created_by=world.bert)
+    return {"url": live_server.url, "release": world.release, "team": world.red, "token": token,
             "blue_token": blue_token, "home": tmp_path / "home"}
-
-
-def atrex(portal: dict[str, Any], *args: str, token: str | None = None,
-          server: str | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the client as a user would, with its own HOME (config and bundle cache)."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("ATREX_")}
-    env.update(HOME=str(portal["home"]), XDG_CONFIG_HOME=str(portal["home"] / "config"),
-               XDG_CACHE_HOME=str(portal["home"] / "cache"),
-               ATREX_SERVER=server or portal["url"], COLUMNS="200")
-    if token is not None:
-        env["ATREX_TOKEN"] = token
-    return subprocess.run([sys.executable, "-m", "atrex_cli", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
 
 
 def test_submit_wait_follows_a_real_evaluation_to_scored(portal: dict[str, Any],

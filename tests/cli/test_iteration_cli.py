@@ -10,29 +10,26 @@ from typing import Any
 import pytest
 
 from atrex_cli import client
-from evaluation.catalog.importing import release_import
 from leaderboard.services import weight_set_from_release
 from portal.accounts.models import token_create
-from tests.cli.test_cli import atrex
-from tests.conftest import FIXTURE_RELEASE
-from tests.factories import TeamFactory, member_of
-from tests.leaderboard.test_iteration import KERNEL, SHAPES, submit
+from tests.builders import KERNEL, SHAPES, scored_kernels
+from tests.cli.helpers import atrex
+from tests.world import World
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def served(live_server: Any, tmp_path: Path) -> dict[str, Any]:
+def served(live_server: Any, tmp_path: Path, world: World) -> dict[str, Any]:
     """Red: rms_norm twice (the second faster, its source changed); Blue: rms_norm once."""
-    release = release_import(path=FIXTURE_RELEASE).release
+    release, red, blue = world.release, world.red, world.blue
     weight_set_from_release(release)
-    red, blue = TeamFactory(name="Red"), TeamFactory(name="Blue")
-    first = submit(red, release, {"rms_norm": (KERNEL.format(factor=2), 0.4)}, seconds=10e-6,
-                   minutes_ago=10)
-    second = submit(red, release, {"rms_norm": (KERNEL.format(factor=3), 0.7)}, seconds=8e-6)
-    theirs = submit(blue, release, {"rms_norm": (KERNEL.format(factor=4), 0.9)})
-    _, red_token = token_create(team=red, name="cli", created_by=member_of(red, "ruby"))
-    _, blue_token = token_create(team=blue, name="cli", created_by=member_of(blue, "bert"))
+    first = scored_kernels(red, release, {"rms_norm": (KERNEL.format(factor=2), 0.4)}, seconds=10e-6,
+                           minutes_ago=10)
+    second = scored_kernels(red, release, {"rms_norm": (KERNEL.format(factor=3), 0.7)}, seconds=8e-6)
+    theirs = scored_kernels(blue, release, {"rms_norm": (KERNEL.format(factor=4), 0.9)})
+    _, red_token = token_create(team=red, name="cli", created_by=world.ruby)
+    _, blue_token = token_create(team=blue, name="cli", created_by=world.bert)
     return {"url": live_server.url, "home": tmp_path / "home", "first": first.pk,
             "second": second.pk, "theirs": theirs.pk, "token": red_token,
             "blue_token": blue_token}

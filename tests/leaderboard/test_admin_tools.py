@@ -13,19 +13,23 @@ from portal.accounts.models import Team
 from portal.audit.models import AuditEntry
 from submissions.models import EvaluationJob, ShapeResult
 from tests.factories import UserFactory
-from tests.leaderboard.test_boards import board, world  # noqa: F401 - the shared fixture
+from tests.leaderboard.boards import WeighedWorld, board, build_weighed_world
+from tests.world import signed_in
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def admin_client() -> Client:
-    client = Client()
-    client.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
-    return client
+def world() -> WeighedWorld:
+    return build_weighed_world()
 
 
-def test_rejecting_a_suspicious_result_scores_it_zero(world: dict[str, Any],  # noqa: F811
+@pytest.fixture
+def admin_client(world: WeighedWorld) -> Client:
+    return signed_in(world.root)
+
+
+def test_rejecting_a_suspicious_result_scores_it_zero(world: WeighedWorld,
                                                      admin_client: Client,
                                                      django_capture_on_commit_callbacks: Any) -> None:
     result = ShapeResult.objects.filter(job__candidate__submission__team__name="Red").first()
@@ -42,7 +46,7 @@ def test_rejecting_a_suspicious_result_scores_it_zero(world: dict[str, Any],  # 
     assert send.call_args.args[0] == "leaderboard.rescore_submission"
 
 
-def test_accepting_keeps_the_measurement(world: dict[str, Any],  # noqa: F811
+def test_accepting_keeps_the_measurement(world: WeighedWorld,
                                          admin_client: Client) -> None:
     result = ShapeResult.objects.first()
     assert result is not None
@@ -55,7 +59,7 @@ def test_accepting_keeps_the_measurement(world: dict[str, Any],  # noqa: F811
     assert AuditEntry.objects.filter(action="result.accept").count() == 1
 
 
-def test_rerun_starts_a_new_attempt_without_quota(world: dict[str, Any],  # noqa: F811
+def test_rerun_starts_a_new_attempt_without_quota(world: WeighedWorld,
                                                   admin_client: Client,
                                                   django_capture_on_commit_callbacks: Any) -> None:
     job = EvaluationJob.objects.first()
@@ -72,21 +76,21 @@ def test_rerun_starts_a_new_attempt_without_quota(world: dict[str, Any],  # noqa
     assert AuditEntry.objects.filter(action="job.rerun").count() == 1
 
 
-def test_a_hidden_team_leaves_the_public_board(world: dict[str, Any],  # noqa: F811
+def test_a_hidden_team_leaves_the_public_board(world: WeighedWorld,
                                                admin_client: Client) -> None:
-    weight_set_activate(weight_set=world["norm_only"], actor=None)
+    weight_set_activate(weight_set=world.norm_only, actor=None)
     red = Team.objects.get(name="Red")
     admin_client.post("/admin/accounts/team/", {"action": "hide_teams",
                                                 "_selected_action": [red.pk]})
-    assert board(world["release"]) == [("Blue", 0.2)]
+    assert board(world.release) == [("Blue", 0.2)]
     assert AuditEntry.objects.get(action="team.hide").after == {"hidden": True}
     for submission in red.submissions.all():
         rescore_submission(submission)  # hiding changes visibility, not scores
-    assert board(world["release"]) == [("Blue", 0.2)]
+    assert board(world.release) == [("Blue", 0.2)]
 
 
 def test_the_quarantine_page_shows_the_evidence_and_records_decisions(
-        world: dict[str, Any], admin_client: Client,  # noqa: F811
+        world: WeighedWorld, admin_client: Client,
         django_capture_on_commit_callbacks: Any) -> None:
     result = ShapeResult.objects.filter(job__candidate__submission__team__name="Blue").first()
     assert result is not None
@@ -119,7 +123,7 @@ def test_the_quarantine_page_shows_the_evidence_and_records_decisions(
 
 
 def test_a_rerun_says_what_it_queued_and_a_second_click_queues_nothing(
-        world: dict[str, Any], admin_client: Client,  # noqa: F811
+        world: WeighedWorld, admin_client: Client,
         django_capture_on_commit_callbacks: Any) -> None:
     job = EvaluationJob.objects.first()
     assert job is not None
@@ -143,7 +147,7 @@ def test_a_rerun_says_what_it_queued_and_a_second_click_queues_nothing(
 
 
 def test_the_admin_submission_list_shows_each_submissions_jobs_by_status(
-        world: dict[str, Any], admin_client: Client) -> None:  # noqa: F811
+        world: WeighedWorld, admin_client: Client) -> None:
     submission = EvaluationJob.objects.select_related("candidate__submission").first()
     assert submission is not None
     jobs = EvaluationJob.objects.filter(candidate__submission=submission.candidate.submission)

