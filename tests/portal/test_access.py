@@ -5,18 +5,18 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from typing import Any
+from dataclasses import dataclass
 
 import pytest
 from django.test import Client
 
-from evaluation.catalog.importing import release_import
-from evaluation.catalog.models import HardwareProfile, Operator, Release
+from evaluation.catalog.models import Operator, Release
 from leaderboard.services import weight_set_from_release
 from portal.accounts.models import token_create
+from submissions.models import Submission
 from submissions.services import submission_create
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
-from tests.factories import TeamFactory, UserFactory, member_of
+from tests.conftest import SAMPLE_CANDIDATES
+from tests.world import World, build_world, extended
 
 pytestmark = pytest.mark.django_db
 HONEST = (SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes()
@@ -26,31 +26,32 @@ HIDDEN_MARKERS = ("semantic_W_flops", "semantic_Q_read_bytes", "SOL_time_ms", "o
                   "sol_s")
 
 
+@dataclass(frozen=True)
+class AccessWorld(World):
+    submission: Submission  # Red's honest rms_norm, uploaded by ruby
+    red_token: str  # Red's API token
+
+
 @pytest.fixture
-def world() -> dict[str, Any]:
-    release = release_import(path=FIXTURE_RELEASE).release
-    weight_set_from_release(release)
-    red, blue = TeamFactory(name="Red"), TeamFactory(name="Blue")
-    alice, bob = member_of(red, "alice"), member_of(blue, "bob")
-    staff = UserFactory(username="staff", is_staff=True, is_superuser=True)
-    submission = submission_create(team=red, user=alice, release=release,
-                                   hardware=HardwareProfile.objects.get(name="H200"),
-                                   filename="rms_norm.py", data=HONEST)
-    _, red_token = token_create(team=red, name="ci")
-    return {"release": release, "submission": submission, "alice": alice, "bob": bob,
-            "staff": staff, "red_token": red_token}
+def world() -> AccessWorld:
+    world = build_world()
+    weight_set_from_release(world.release)
+    submission = submission_create(team=world.red, user=world.ruby, release=world.release,
+                                   hardware=world.h200, filename="rms_norm.py", data=HONEST)
+    _, red_token = token_create(team=world.red, name="ci")
+    return extended(world, AccessWorld, submission=submission, red_token=red_token)
 
 
-def client_for(world: dict[str, Any], who: str) -> Client:
+def client_for(world: AccessWorld, who: str) -> Client:
     client = Client()
-    if who in ("alice", "bob", "staff"):
-        client.force_login(world[who])
+    if who != "anonymous":
+        client.force_login(getattr(world, who))
     return client
 
 
-def urls(world: dict[str, Any]) -> dict[str, str]:
-    release: Release = world["release"]
-    pk = world["submission"].pk
+def urls(world: AccessWorld) -> dict[str, str]:
+    release: Release = world.release
+    pk = world.submission.pk
     return {
         "home": "/", "release": f"/releases/{release.pk}/",
         "operator": f"/releases/{release.pk}/rms_norm/",
@@ -80,37 +81,37 @@ EXPECTED = {
     "api submissions": (401, 200, 200, 200), "api submission": (401, 200, 404, 200),
     "api quota": (401, 200, 200, 403), "admin": (302, 302, 302, 200),
 }
-WHO = ("anonymous", "alice", "bob", "staff")
+WHO = ("anonymous", "ruby", "bert", "root")  # Red's member, Blue's, an admin
 
 
 @pytest.mark.parametrize("page", sorted(EXPECTED))
-def test_the_access_matrix(world: dict[str, Any], page: str) -> None:
+def test_the_access_matrix(world: AccessWorld, page: str) -> None:
     url = urls(world)[page]
     got = tuple(client_for(world, who).get(url).status_code for who in WHO)
     assert got == EXPECTED[page], dict(zip(WHO, got, strict=True))
 
 
-def test_a_team_token_reads_its_own_submission_but_not_others(world: dict[str, Any]) -> None:
-    client = Client(HTTP_AUTHORIZATION=f"Bearer {world['red_token']}")
-    pk = world["submission"].pk
+def test_a_team_token_reads_its_own_submission_but_not_others(world: AccessWorld) -> None:
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {world.red_token}")
+    pk = world.submission.pk
     detail = client.get(f"/api/submissions/{pk}/").json()
     assert detail["team"] == "Red" and "class Model" in detail["jobs"][0]["source"]
-    blue_token = token_create(team=world["bob"].teams.get(), name="x")[1]
+    blue_token = token_create(team=world.blue, name="x")[1]
     other = Client(HTTP_AUTHORIZATION=f"Bearer {blue_token}")
     response = other.get(f"/api/submissions/{pk}/")
     assert response.status_code == 404 and "class Model" not in response.content.decode()
     assert Client(HTTP_AUTHORIZATION="Bearer atx_wrong").get("/api/quota/").status_code == 401
 
 
-def test_other_teams_never_see_a_source(world: dict[str, Any]) -> None:
-    for who in ("anonymous", "bob"):
+def test_other_teams_never_see_a_source(world: AccessWorld) -> None:
+    for who in ("anonymous", "bert"):
         client = client_for(world, who)
         for url in urls(world).values():
             assert "_rms_norm_kernel" not in client.get(url).content.decode(errors="replace"), url
 
 
-def test_no_public_response_or_bundle_holds_hidden_data(world: dict[str, Any]) -> None:
-    for who in ("anonymous", "alice", "bob"):
+def test_no_public_response_or_bundle_holds_hidden_data(world: AccessWorld) -> None:
+    for who in ("anonymous", "ruby", "bert"):
         client = client_for(world, who)
         for page, url in urls(world).items():
             body = client.get(url).content
@@ -125,7 +126,7 @@ def test_no_public_response_or_bundle_holds_hidden_data(world: dict[str, Any]) -
             assert not leaked, (who, page, leaked)
 
 
-def test_the_bundle_holds_the_public_files_in_the_atrex_layout(world: dict[str, Any]) -> None:
+def test_the_bundle_holds_the_public_files_in_the_atrex_layout(world: AccessWorld) -> None:
     body = Client().get(urls(world)["bundle op"]).content
     with zipfile.ZipFile(io.BytesIO(body)) as archive:
         assert sorted(archive.namelist()) == [f"atrex-fixture/data/rms_norm/{n}" for n in
@@ -134,23 +135,23 @@ def test_the_bundle_holds_the_public_files_in_the_atrex_layout(world: dict[str, 
     assert shapes == json.loads(Operator.objects.get(name="rms_norm").shapes_json)
 
 
-def test_a_bad_api_upload_gets_400_with_its_message(world: dict[str, Any]) -> None:
-    client = Client(HTTP_AUTHORIZATION=f"Bearer {world['red_token']}")
+def test_a_bad_api_upload_gets_400_with_its_message(world: AccessWorld) -> None:
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {world.red_token}")
     upload = io.BytesIO(b"class Kernel: pass\n")
     upload.name = "rms_norm.py"
-    response = client.post("/api/submissions/", {"file": upload, "release": world["release"].pk,
+    response = client.post("/api/submissions/", {"file": upload, "release": world.release.pk,
                                                  "hardware": "H200"})
     assert response.status_code == 400
     assert "defines no class Model" in response.json()["detail"]
 
 
-def test_the_access_matrix_for_writes(world: dict[str, Any]) -> None:
-    pk = world["submission"].pk
+def test_the_access_matrix_for_writes(world: AccessWorld) -> None:
+    pk = world.submission.pk
 
     def submit(client: Client) -> int:
         upload = io.BytesIO(HONEST)
         upload.name = "rms_norm.py"
-        return client.post("/api/submissions/", {"file": upload, "release": world["release"].pk,
+        return client.post("/api/submissions/", {"file": upload, "release": world.release.pk,
                                                  "hardware": "H200"}).status_code
 
     def cancel(client: Client) -> int:

@@ -3,19 +3,19 @@ member, staff, superuser. A new URL fails the coverage test until it is in the m
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from unittest import mock
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from evaluation.catalog.importing import release_import
-from evaluation.catalog.models import HardwareProfile
 from leaderboard.services import weight_set_from_release
 from submissions.models import Candidate, EvaluationJob, Submission
-from tests.conftest import FIXTURE_RELEASE
-from tests.factories import TeamFactory, UserFactory, member_of
+from tests.factories import UserFactory
+from tests.world import World, build_world, extended
 
 pytestmark = pytest.mark.django_db
 
@@ -108,41 +108,48 @@ POST_DATA = {"submission-share": {"share": "create"},
              "submission-ncu": {"operator": "rms_norm", "shape": "dev-t4-h256"}}
 
 
+@dataclass(frozen=True)
+class MatrixWorld(World):
+    submission: Submission  # Red's, shared, with a running rms_norm job
+    staffer: User  # staff, not a superuser, in no team
+
+    def user(self, role: str) -> User:
+        return {"member": self.ruby, "other": self.bert, "staff": self.staffer,
+                "superuser": self.root}[role]
+
+
 @pytest.fixture
-def world() -> dict[str, Any]:
-    release = release_import(path=FIXTURE_RELEASE).release
+def world() -> MatrixWorld:
+    world = build_world(red_shares_links=True)
+    release = world.release
     weight_set_from_release(release)
-    red, blue = TeamFactory(name="Red", share_links_enabled=True), TeamFactory(name="Blue")
     submission = Submission.objects.create(
-        team=red, release=release, hardware=HardwareProfile.objects.get(name="H200"),
+        team=world.red, release=release, hardware=world.h200,
         share_token="shared-summary-token-of-red-0123456789")
     candidate = Candidate.objects.create(submission=submission,
                                          operator=release.operators.get(name="rms_norm"),
                                          source="class Model: pass", sha256="0" * 64)
     EvaluationJob.objects.create(candidate=candidate, status="running", attempts=1,
                                  shape_ids=["dev-t4-h256"])
-    users = {"member": member_of(red, "ruby"), "other": member_of(blue, "bert"),
-             "staff": UserFactory(username="staffer", is_staff=True),
-             "superuser": UserFactory(username="root", is_staff=True, is_superuser=True)}
-    return {"release": release.pk, "submission": submission.pk,
-            "share": submission.share_token, "users": users}
+    return extended(world, MatrixWorld, submission=submission,
+                    staffer=UserFactory(username="staffer", is_staff=True))
 
 
-def client_for(role: str, world: dict[str, Any]) -> Client:
+def client_for(role: str, world: MatrixWorld) -> Client:
     client = Client()
     if role != "anonymous":
-        client.force_login(world["users"][role])
+        client.force_login(world.user(role))
     return client
 
 
 @pytest.mark.parametrize("role", ROLES)
 def test_every_endpoint_answers_each_role_as_the_matrix_says(role: str,
-                                                             world: dict[str, Any]) -> None:
+                                                             world: MatrixWorld) -> None:
     wrong = []
     with mock.patch("submissions.jobs.current_app.send_task"):
         for name, method, path, expected in MATRIX:
-            url = path.format(release=world["release"], submission=world["submission"],
-                              share=world["share"])
+            url = path.format(release=world.release.pk, submission=world.submission.pk,
+                              share=world.submission.share_token)
             client = client_for(role, world)
             response = client.post(url, POST_DATA.get(name, {"action": "freeze"})) \
                 if method == "POST" else client.get(url)
@@ -152,14 +159,14 @@ def test_every_endpoint_answers_each_role_as_the_matrix_says(role: str,
     assert not wrong, "\n".join(wrong)
 
 
-def test_staff_actions_by_others_change_nothing(world: dict[str, Any]) -> None:
+def test_staff_actions_by_others_change_nothing(world: MatrixWorld) -> None:
     from leaderboard.models import BoardFreeze
 
     for role in ("anonymous", "member", "other"):
-        client_for(role, world).post(f"/staff/boards/{world['release']}/H200/freeze/",
+        client_for(role, world).post(f"/staff/boards/{world.release.pk}/H200/freeze/",
                                      {"action": "freeze"})
     assert not BoardFreeze.objects.exists()
-    client_for("staff", world).post(f"/staff/boards/{world['release']}/H200/freeze/",
+    client_for("staff", world).post(f"/staff/boards/{world.release.pk}/H200/freeze/",
                                     {"action": "freeze"})
     assert BoardFreeze.objects.count() == 1
 

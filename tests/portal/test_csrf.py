@@ -19,14 +19,13 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from evaluation.catalog.importing import release_import
-from evaluation.catalog.models import HardwareProfile, Shape
+from evaluation.catalog.models import Shape
 from leaderboard.models import BoardFreeze, WeightSet
 from leaderboard.services import weight_set_create, weight_set_from_release
 from portal.accounts.models import ApiToken, Team, token_create
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
-from tests.factories import TeamFactory, UserFactory, member_of
+from tests.conftest import SAMPLE_CANDIDATES
+from tests.world import build_world
 
 pytestmark = pytest.mark.django_db
 HONEST = (SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes()
@@ -35,13 +34,13 @@ PASSWORD = "correct horse battery"  # tests.factories.UserFactory's
 
 @pytest.fixture
 def world() -> Iterator[dict[str, Any]]:
-    release = release_import(path=FIXTURE_RELEASE).release
+    """The shared world as the posts' URL templates and forms want it: primary keys by name,
+    the users to sign in as by name."""
+    world = build_world(red_shares_links=True)
+    release = world.release
     weight_set_from_release(release)
     weight_set_create(release=release, weights={"rms_norm": 1}, source="manual")  # v2, inactive
-    red = TeamFactory(name="Red", share_links_enabled=True)
-    alice = member_of(red, "alice")
-    submission = Submission.objects.create(team=red, release=release,
-                                           hardware=HardwareProfile.objects.get(name="H200"))
+    submission = Submission.objects.create(team=world.red, release=release, hardware=world.h200)
     operator = release.operators.get(name="rms_norm")
     candidate = Candidate.objects.create(submission=submission, operator=operator,
                                          source="class Model: pass", sha256="0" * 64)
@@ -49,18 +48,18 @@ def world() -> Iterator[dict[str, Any]]:
     suspicious = ShapeResult.objects.create(job=job, attempt=1, status="passed",
                                             shape=Shape.objects.filter(operator=operator).first(),
                                             attainment=1.7, suspicious=True, raw={})
-    token, _ = token_create(team=red, name="laptop", created_by=alice)
+    token, _ = token_create(team=world.red, name="laptop", created_by=world.ruby)
     # Uploads, rescoring and cancels reach no broker.
     with mock.patch("submissions.jobs.current_app"), \
             mock.patch("submissions.jobs.publish_stop"):
         yield {"release": release.pk, "submission": submission.pk, "job": job.pk,
-               "result": suspicious.pk, "token": token.pk, "alice": alice,
-               "staff": UserFactory(username="staff", is_staff=True, is_superuser=True)}
+               "result": suspicious.pk, "token": token.pk, "ruby": world.ruby,
+               "root": world.root}
 
 
 @dataclass(frozen=True)
 class Post:
-    who: str  # "alice", "staff" or "anonymous"
+    who: str  # "ruby" (Red's member), "root" (an admin) or "anonymous"
     page: str  # where the form (or htmx button) is
     url: str  # where it posts
     data: Callable[[dict[str, Any]], dict[str, Any]]
@@ -76,37 +75,37 @@ def _upload(world: dict[str, Any]) -> dict[str, Any]:
 
 POSTS = {
     "sign in": Post("anonymous", "/accounts/login/", "/accounts/login/",
-                    lambda w: {"username": "alice", "password": PASSWORD},
+                    lambda w: {"username": "ruby", "password": PASSWORD},
                     lambda w: False),  # checked on the response: see _accepted
-    "sign out": Post("alice", "/team/", "/accounts/logout/", lambda w: {}, lambda w: False),
-    "create token": Post("alice", "/team/", "/team/", lambda w: {"token_name": "ci"},
+    "sign out": Post("ruby", "/team/", "/accounts/logout/", lambda w: {}, lambda w: False),
+    "create token": Post("ruby", "/team/", "/team/", lambda w: {"token_name": "ci"},
                          lambda w: ApiToken.objects.filter(name="ci").exists()),
-    "revoke token": Post("alice", "/team/", "/team/", lambda w: {"revoke": w["token"]},
+    "revoke token": Post("ruby", "/team/", "/team/", lambda w: {"revoke": w["token"]},
                          lambda w: ApiToken.objects.get(pk=w["token"]).revoked_at is not None),
-    "upload": Post("alice", "/submit/", "/submit/", _upload,
+    "upload": Post("ruby", "/submit/", "/submit/", _upload,
                    lambda w: Submission.objects.count() == 2),
-    "board freeze": Post("staff", "/boards/{release}/H200/", "/staff/boards/{release}/H200/freeze/",
+    "board freeze": Post("root", "/boards/{release}/H200/", "/staff/boards/{release}/H200/freeze/",
                          lambda w: {"action": "freeze"}, lambda w: BoardFreeze.objects.exists()),
-    "weight activation": Post("staff", "/staff/releases/{release}/weights/",
+    "weight activation": Post("root", "/staff/releases/{release}/weights/",
                               "/staff/releases/{release}/weights/", lambda w: {"activate": "2"},
                               lambda w: WeightSet.objects.get(version=2).active),
-    "weight creation": Post("staff", "/staff/releases/{release}/weights/",
+    "weight creation": Post("root", "/staff/releases/{release}/weights/",
                             "/staff/releases/{release}/weights/",
                             lambda w: {"w_rms_norm": "2", "note": "csrf"},
                             lambda w: WeightSet.objects.filter(note="csrf").exists()),
-    "quarantine review": Post("staff", "/staff/quarantine/", "/staff/quarantine/",
+    "quarantine review": Post("root", "/staff/quarantine/", "/staff/quarantine/",
                               lambda w: {"result": w["result"], "decision": "accept"},
                               lambda w: not ShapeResult.objects.get(pk=w["result"]).suspicious),
-    "share links off": Post("alice", "/team/", "/team/", lambda w: {"share_links": "off"},
+    "share links off": Post("ruby", "/team/", "/team/", lambda w: {"share_links": "off"},
                             lambda w: not Team.objects.get(name="Red").share_links_enabled),
-    "webhook": Post("alice", "/team/", "/team/",
+    "webhook": Post("ruby", "/team/", "/team/",
                     lambda w: {"webhook_url": "https://93.184.216.34/hook"},
                     lambda w: Team.objects.get(name="Red").webhook_url != ""),
-    "share a submission": Post("alice", "/submissions/{submission}/",
+    "share a submission": Post("ruby", "/submissions/{submission}/",
                                "/submissions/{submission}/share/", lambda w: {"share": "create"},
                                lambda w: Submission.objects.get(pk=w["submission"]).share_token
                                is not None),
-    "htmx cancel": Post("alice", "/submissions/{submission}/",
+    "htmx cancel": Post("ruby", "/submissions/{submission}/",
                         "/api/submissions/{submission}/cancel/", lambda w: {},
                         lambda w: EvaluationJob.objects.get(pk=w["job"]).status == "cancelled",
                         htmx=True),
@@ -177,22 +176,22 @@ def test_the_same_post_with_the_pages_csrf_token_is_accepted(world: dict[str, An
 
 
 def test_a_token_from_another_session_is_refused(world: dict[str, Any]) -> None:
-    stolen = _form_token(browser(world, "alice").get("/team/").content.decode())
-    victim = browser(world, "alice")
+    stolen = _form_token(browser(world, "ruby").get("/team/").content.decode())
+    victim = browser(world, "ruby")
     victim.get("/team/")
     response = victim.post("/team/", {"token_name": "evil", "csrfmiddlewaretoken": stolen})
     assert response.status_code == 403 and not ApiToken.objects.filter(name="evil").exists()
 
 
 def test_the_htmx_cancel_button_posts_where_the_test_does(world: dict[str, Any]) -> None:
-    page = browser(world, "alice").get(f"/submissions/{world['submission']}/").content.decode()
+    page = browser(world, "ruby").get(f"/submissions/{world['submission']}/").content.decode()
     assert f'hx-post="/api/submissions/{world["submission"]}/cancel/"' in page
     assert settings.CSRF_HEADER_NAME == "HTTP_X_CSRFTOKEN"  # the header hx-headers names
 
 
 def test_api_calls_with_a_team_token_need_no_csrf_token(world: dict[str, Any]) -> None:
     """A bearer token is not sent by browsers on their own, so there is nothing to forge."""
-    _, raw = token_create(team=world["alice"].teams.get(), name="ci")
+    _, raw = token_create(team=world["ruby"].teams.get(), name="ci")
     client = Client(enforce_csrf_checks=True, HTTP_AUTHORIZATION=f"Bearer {raw}")
     assert client.post(f"/api/submissions/{world['submission']}/cancel/").status_code == 200
     assert EvaluationJob.objects.get(pk=world["job"]).status == "cancelled"

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -28,29 +29,33 @@ from submissions.services import submission_create
 from tests.conftest import REPO, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
 from tests.hidden_tier import HIDDEN_DEV, hidden_tier_release, report_job, shape_report
+from tests.world import World, build_world, extended
 
 RECORDED = json.loads((Path(__file__).parents[1] / "evaluation" / "data" / "ncu" /
                        "ncu-sandboxed.json").read_text())
 NATIVE = (SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes()
 
 
+@dataclass(frozen=True)
+class ProfiledWorld(World):
+    submission: Submission  # Red's honest rms_norm, evaluated on every shape
+
+
 @pytest.fixture
-def world(tmp_path: Path, settings: Any) -> dict[str, Any]:
+def world(tmp_path: Path, settings: Any) -> ProfiledWorld:
+    """The shared world on a release with a hidden tier."""
     settings.ATREX_SHAPE_FILTER = "dev-*"
-    release = release_import(path=hidden_tier_release(tmp_path)).release
-    team = TeamFactory(name="Counters")
+    world = build_world(release=release_import(path=hidden_tier_release(tmp_path)).release)
     with mock.patch("submissions.jobs.current_app.send_task"):
-        submission = submission_create(team=team, user=None, release=release,
-                                       hardware=HardwareProfile.objects.get(name="H200"),
-                                       filename="rms_norm.py", data=NATIVE)
+        submission = submission_create(team=world.red, user=None, release=world.release,
+                                       hardware=world.h200, filename="rms_norm.py", data=NATIVE)
     job = submission.candidates.get().job
     EvaluationJob.objects.filter(pk=job.pk).update(attempts=1)
     job.refresh_from_db()
     with mock.patch("submissions.jobs.current_app.send_task"):
         report_job(job, [shape_report(shape_id, median_s=2e-6)
                          for shape_id in (*job.shape_ids, *job.hidden_shape_ids)])
-    return {"release": release, "team": team, "submission": submission,
-            "member": member_of(team, "counter"), "other": member_of(TeamFactory(), "nosy")}
+    return extended(world, ProfiledWorld, submission=submission)
 
 
 def ask(client: Client, submission: Submission, shape: str) -> Any:
@@ -62,12 +67,12 @@ def ask(client: Client, submission: Submission, shape: str) -> Any:
 
 @pytest.mark.django_db
 def test_a_team_asks_for_one_public_shape_and_the_gpu_host_gets_that_shape_alone(
-        world: dict[str, Any], django_capture_on_commit_callbacks: Any) -> None:
+        world: ProfiledWorld, django_capture_on_commit_callbacks: Any) -> None:
     client = Client()
-    client.force_login(world["member"])
+    client.force_login(world.ruby)
     with mock.patch("submissions.ncu.current_app.send_task") as send, \
             django_capture_on_commit_callbacks(execute=True):  # sent once the request commits
-        response = client.post(f"/api/submissions/{world['submission'].pk}/ncu/",
+        response = client.post(f"/api/submissions/{world.submission.pk}/ncu/",
                                {"operator": "rms_norm", "shape": "dev-t3-h200"})
     assert response.status_code == 202, response.content
     assert response.json()["status"] == "queued"
@@ -87,38 +92,38 @@ def test_a_team_asks_for_one_public_shape_and_the_gpu_host_gets_that_shape_alone
 
 @pytest.mark.django_db
 def test_a_hidden_shape_another_team_and_a_spent_quota_are_refused(
-        world: dict[str, Any], settings: Any) -> None:
+        world: ProfiledWorld, settings: Any) -> None:
     member, other = Client(), Client()
-    member.force_login(world["member"])
-    other.force_login(world["other"])
-    response, send = ask(member, world["submission"], HIDDEN_DEV)
+    member.force_login(world.ruby)
+    other.force_login(world.bert)
+    response, send = ask(member, world.submission, HIDDEN_DEV)
     assert response.status_code == 404 and not send.called
     assert HIDDEN_DEV in response.content.decode()  # the team's own words, echoed: no more
     assert "no shape" in response.content.decode()
-    response, _ = ask(other, world["submission"], "dev-t3-h200")
+    response, _ = ask(other, world.submission, "dev-t3-h200")
     assert response.status_code == 404  # another team's submission: as if there were none
     settings.ATREX_NCU_PROFILES_PER_DAY = 1
-    assert ask(member, world["submission"], "dev-t3-h200")[0].status_code == 202
-    response, _ = ask(member, world["submission"], "dev-t4-h256")
+    assert ask(member, world.submission, "dev-t3-h200")[0].status_code == 202
+    response, _ = ask(member, world.submission, "dev-t4-h256")
     assert response.status_code == 429 and "daily quota of 1 ncu profiles" in response.content.decode()
     assert NcuProfile.objects.count() == 1
 
 
 @pytest.mark.django_db
 def test_a_recorded_h200_result_is_shown_per_kernel_on_the_page_and_the_api(
-        world: dict[str, Any]) -> None:
+        world: ProfiledWorld) -> None:
     client = Client()
-    client.force_login(world["member"])
-    made = ask(client, world["submission"], "dev-t3-h200")[0].json()
+    client.force_login(world.ruby)
+    made = ask(client, world.submission, "dev-t3-h200")[0].json()
     recorded = RECORDED["rms_norm-torch-fallback"]
     record_ncu_profile({"profile_id": made["id"], "worker": "gpu0@h200", "result": recorded})
     record_ncu_profile({"profile_id": made["id"], "worker": "late", "result": {}})  # ignored
     profile = NcuProfile.objects.get()
     assert profile.status == "done" and profile.worker == "gpu0@h200"
-    [listed] = client.get(f"/api/submissions/{world['submission'].pk}/ncu/").json()
+    [listed] = client.get(f"/api/submissions/{world.submission.pk}/ncu/").json()
     assert len(listed["kernels"]) == 8 and listed["clocks"] == recorded["clocks"]
     assert {k["limited_by"] for k in listed["kernels"]} >= {"L2", "latency"}
-    page = client.get(f"/submissions/{world['submission'].pk}/").content.decode()
+    page = client.get(f"/submissions/{world.submission.pk}/").content.decode()
     assert "Hardware counters (ncu)" in page and "reduce_kernel" in page
     assert "Limited by" in page and "Profile with ncu" in page
     assert HIDDEN_DEV not in page  # the form offers the public shapes the job covered

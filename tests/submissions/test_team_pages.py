@@ -6,33 +6,39 @@ from __future__ import annotations
 
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from evaluation.catalog.importing import release_import
-from evaluation.catalog.models import HardwareProfile, Release
+from evaluation.catalog.models import Release
 from submissions.models import Submission
 from tests.conftest import FIXTURE_RELEASE
-from tests.factories import TeamFactory, UserFactory, member_of
+from tests.factories import UserFactory
+from tests.world import World, build_world, extended
 
 pytestmark = pytest.mark.django_db
 
 PASSWORD = "correct horse battery"  # tests.factories.UserFactory's
 
 
+@dataclass(frozen=True)
+class LandingWorld(World):
+    submission: Submission  # Red's
+    nomad: User  # in no team, not an admin
+
+
 @pytest.fixture
-def world() -> dict[str, Any]:
-    release = release_import(path=FIXTURE_RELEASE).release
-    red = TeamFactory(name="Red")
-    submission = Submission.objects.create(team=red, release=release,
-                                           hardware=HardwareProfile.objects.get(name="H200"))
-    return {"release": release, "submission": submission, "ruby": member_of(red, "ruby"),
-            "root": UserFactory(username="root", is_staff=True, is_superuser=True),
-            "nomad": UserFactory(username="nomad")}
+def world() -> LandingWorld:
+    world = build_world()
+    submission = Submission.objects.create(team=world.red, release=world.release,
+                                           hardware=world.h200)
+    return extended(world, LandingWorld, submission=submission,
+                    nomad=UserFactory(username="nomad"))
 
 
 def signed_in(username: str) -> tuple[Client, str]:
@@ -49,10 +55,10 @@ def header(html: str) -> str:
 
 
 def test_an_admin_in_no_team_lands_on_every_teams_submissions_after_signing_in(
-        world: dict[str, Any]) -> None:
+        world: LandingWorld) -> None:
     _, landing = signed_in("root")
     assert 'id="no-team"' in landing and "not a member of any team" in landing
-    row = re.search(rf'<a href="/submissions/{world["submission"].pk}/">.*?</tr>', landing, re.S)
+    row = re.search(rf'<a href="/submissions/{world.submission.pk}/">.*?</tr>', landing, re.S)
     assert row is not None and "<td>Red</td>" in row.group(0)  # the team column
     assert 'href="/staff/quarantine/"' in landing and 'href="/admin/"' in landing
     links = header(landing)
@@ -60,28 +66,28 @@ def test_an_admin_in_no_team_lands_on_every_teams_submissions_after_signing_in(
     assert ">Team</a>" not in links
 
 
-def test_an_admin_in_no_team_is_told_why_there_is_no_upload_form(world: dict[str, Any]) -> None:
+def test_an_admin_in_no_team_is_told_why_there_is_no_upload_form(world: LandingWorld) -> None:
     client, _ = signed_in("root")
     response = client.get("/submit/")
     html = response.content.decode()
     assert response.status_code == 200 and "<form method=\"post\" enctype" not in html
     assert "Submissions belong to a team" in html and 'href="/admin/"' in html
     upload = SimpleUploadedFile("rms_norm.py", b"class Model: pass\n")
-    refused = client.post("/submit/", {"file": upload, "release": world["release"].pk,
+    refused = client.post("/submit/", {"file": upload, "release": world.release.pk,
                                        "hardware": "H200"})
     assert refused.status_code == 403 and not Submission.objects.exclude(
-        pk=world["submission"].pk).exists()
+        pk=world.submission.pk).exists()
 
 
-def test_a_user_in_no_team_is_asked_to_get_one(world: dict[str, Any]) -> None:
+def test_a_user_in_no_team_is_asked_to_get_one(world: LandingWorld) -> None:
     _, landing = signed_in("nomad")
     assert "No team yet" in landing and "Ask an admin" in landing
-    assert f"/submissions/{world['submission'].pk}/" not in landing  # nothing of others
+    assert f"/submissions/{world.submission.pk}/" not in landing  # nothing of others
     assert 'href="/submit/"' not in header(landing)
 
 
 def test_a_team_member_lands_on_the_team_page_with_team_and_submit_links(
-        world: dict[str, Any]) -> None:
+        world: LandingWorld) -> None:
     _, landing = signed_in("ruby")
     assert "<h1>Red</h1>" in landing
     links = header(landing)
@@ -89,21 +95,21 @@ def test_a_team_member_lands_on_the_team_page_with_team_and_submit_links(
 
 
 @pytest.fixture
-def two_releases(world: dict[str, Any], tmp_path: Path) -> tuple[Release, Release]:
+def two_releases(world: LandingWorld, tmp_path: Path) -> tuple[Release, Release]:
     copy = tmp_path / "atrex-fixture"
     shutil.copytree(FIXTURE_RELEASE, copy)
     reference = copy / "data" / "rms_norm" / "reference.py"
     reference.write_text(reference.read_text() + "\n# v2\n")
     newer = release_import(path=copy).release
     assert newer.version == 2
-    return world["release"], newer
+    return world.release, newer
 
 
 def test_a_rejected_upload_keeps_the_forms_fields_and_its_release(
-        world: dict[str, Any], two_releases: tuple[Release, Release]) -> None:
+        world: LandingWorld, two_releases: tuple[Release, Release]) -> None:
     older, newer = two_releases
     client = Client()
-    client.force_login(world["ruby"])
+    client.force_login(world.ruby)
     form = client.get("/submit/").content.decode()
     assert form.index(f'value="{newer.pk}"') < form.index(f'value="{older.pk}"')  # the default
     fields = {"release": str(older.pk), "hardware": "H100", "operator": "rms_norm",
