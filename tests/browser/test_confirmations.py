@@ -6,13 +6,12 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Dialog, Page, expect
 
-from evaluation.catalog.importing import release_import
 from leaderboard.models import BoardFreeze
 from leaderboard.services import weight_set_from_release
 from portal.accounts.models import ApiToken
 from tests.browser.conftest import sign_in
-from tests.conftest import FIXTURE_RELEASE
 from tests.factories import TeamFactory, UserFactory, member_of
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -51,7 +50,7 @@ def test_revoking_a_token_asks_first(page: Page) -> None:
 
 
 def test_freezing_a_board_asks_first(page: Page) -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     weight_set_from_release(release)
     UserFactory(username="root", is_staff=True, is_superuser=True)
     sign_in(page, "root", PASSWORD, next_path=f"/boards/{release.pk}/H200/")

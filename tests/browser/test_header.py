@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page
 
-from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, Release
 from leaderboard.services import weight_set_from_release
 from submissions.services import submission_create
 from tests.browser.conftest import sign_in
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, UserFactory, member_of
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,7 +22,7 @@ LINKS = ["Problems", "Boards", "Docs", "Team", "Submit", "API", "Quarantine"]
 
 def release_submitted_to() -> Release:
     """The fixture release with weights and one team's queued submission on H200."""
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     weight_set_from_release(release)
     submission_create(team=TeamFactory(name="Blue"), user=None, release=release,
                       hardware=HardwareProfile.objects.get(name="H200"), filename="rms_norm.py",

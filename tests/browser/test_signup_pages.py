@@ -9,11 +9,11 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
-from evaluation.catalog.importing import release_import
 from portal.accounts.models import Team
 from submissions.models import Submission
 from tests.browser.conftest import screenshot
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.conftest import SAMPLE_CANDIDATES
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_a_visitor_signs_up_invites_a_teammate_and_submits(page: Page, settings: Any,
                                                            live_server: Any) -> None:
     settings.ATREX_SIGNUP = "open"
-    release_import(path=FIXTURE_RELEASE)
+    import_fixture_release()
     page.goto("/accounts/login/")
     expect(page.locator("#how-to-get-an-account")).to_contain_text("make a team of your own")
     page.locator("#how-to-get-an-account").get_by_role("link", name="Sign up").click()

@@ -12,7 +12,6 @@ import pytest
 from django.test import override_settings
 from playwright.sync_api import Page, expect
 
-from evaluation.catalog.importing import release_import
 from leaderboard.services import weight_set_from_release
 from submissions.models import EvaluationJob, Submission
 from tests.browser.conftest import (
@@ -22,9 +21,10 @@ from tests.browser.conftest import (
     screenshot,
     sign_in,
 )
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
 from tests.worker import pipeline_workers
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -66,7 +66,7 @@ def native_triton_archive(tmp_path: Path, operators: list[str]) -> Path:
 @override_settings(ATREX_SHAPE_FILTER="dev-*")
 def test_a_team_uploads_watches_scoring_live_and_reads_its_results(
         page: Page, tmp_path: Path) -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     weight_set_from_release(release)
     team = TeamFactory(name="Teal")
     member_of(team, "alice")
@@ -121,7 +121,7 @@ def test_a_team_uploads_watches_scoring_live_and_reads_its_results(
 
 
 def test_a_rejected_upload_shows_its_message_and_stores_nothing(page: Page, tmp_path: Path) -> None:
-    release_import(path=FIXTURE_RELEASE)
+    import_fixture_release()
     member_of(TeamFactory(name="Teal"), "alice")
     sign_in(page, "alice", PASSWORD)
     stray = tmp_path / "layer_norm.py"

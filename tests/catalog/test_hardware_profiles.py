@@ -24,6 +24,7 @@ from submissions.models import EvaluationJob, ShapeResult, Submission
 from submissions.services import shape_result_review, submission_create
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, UserFactory
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db
 
@@ -130,7 +131,7 @@ def score(submission: Submission) -> SubmissionScore:
 
 @pytest.fixture
 def release() -> Release:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     weight_set_from_release(release)
     return release
 

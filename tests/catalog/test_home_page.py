@@ -11,13 +11,14 @@ from django.test import Client
 
 from evaluation.catalog.importing import release_import
 from tests.conftest import FIXTURE_RELEASE
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db
 
 
 def test_two_versions_of_one_release_differ_on_the_home_page_and_link_their_boards(
         tmp_path: Path) -> None:
-    first = release_import(path=FIXTURE_RELEASE).release
+    first = import_fixture_release()
     changed = tmp_path / "atrex-fixture"
     shutil.copytree(FIXTURE_RELEASE, changed)
     notes = changed / "data" / "rms_norm" / "NOTES.md"

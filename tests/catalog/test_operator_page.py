@@ -8,15 +8,14 @@ import re
 import pytest
 from django.test import Client
 
-from evaluation.catalog.importing import release_import
-from tests.conftest import FIXTURE_RELEASE
 from tests.factories import TeamFactory, member_of
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db
 
 
 def test_the_operator_page_labels_every_shape_and_links_its_boards() -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     page = Client().get(f"/releases/{release.pk}/rms_norm/").content.decode()
 
     facts = re.search(r'<dl class="facts" id="operator-facts">(.*?)</dl>', page, flags=re.S)
@@ -40,7 +39,7 @@ def test_the_operator_page_labels_every_shape_and_links_its_boards() -> None:
 
 
 def test_a_team_member_is_offered_to_submit_for_the_operator() -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     team_client = Client()
     team_client.force_login(member_of(TeamFactory(), "alice"))  # type: ignore[arg-type]
     page = team_client.get(f"/releases/{release.pk}/rms_norm/").content.decode()

@@ -14,21 +14,20 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, Release, Shape
 from evaluation.catalog.selectors import evaluated_shape_ids
 from leaderboard.services import rescore_submission, weight_set_activate, weight_set_create
 from portal.accounts.models import Team
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from tests.conftest import FIXTURE_RELEASE
 from tests.factories import TeamFactory
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def release() -> Release:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     weights = weight_set_create(release=release, weights={"rms_norm": 1}, source="manual")
     weight_set_activate(weight_set=weights, actor=None)
     return release

@@ -5,15 +5,14 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from evaluation.catalog.importing import release_import
 from leaderboard.services import weight_set_from_release
-from tests.conftest import FIXTURE_RELEASE
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db
 
 
 def test_a_sort_request_gets_the_table_and_a_boosted_link_the_whole_page() -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     weight_set_from_release(release)
     url = f"/boards/{release.pk}/H200/?sort=unweighted_mean"
 

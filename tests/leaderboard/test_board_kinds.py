@@ -13,7 +13,6 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, OperatorHidden, Release, Shape
 from evaluation.harness.release import ShapeRoofline
 from evaluation.harness.roofline import sol_seconds
@@ -29,7 +28,6 @@ from leaderboard.services import (
 )
 from portal.audit.models import AuditEntry
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from tests.conftest import FIXTURE_RELEASE
 from tests.factories import TeamFactory, UserFactory, member_of
 
 pytestmark = pytest.mark.django_db
@@ -59,11 +57,6 @@ def submit(release: Release, team: str, attainment: dict[str, Value], *, verdict
 
 def by_regime(memory: float, compute: float) -> Callable[[str], float]:
     return lambda regime: memory if regime == "memory" else compute
-
-
-@pytest.fixture
-def release() -> Release:
-    return release_import(path=FIXTURE_RELEASE).release
 
 
 def activate(release: Release, weights: dict[str, float]) -> Any:

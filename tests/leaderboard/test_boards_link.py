@@ -5,17 +5,17 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile
 from submissions.services import submission_create
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db
 
 
 def test_boards_leads_home_before_any_submission_then_to_the_latest_ones_board() -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     assert Client().get("/boards/")["Location"] == "/"
     source = (SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes()
     for hardware in ("H200", "H100"):

@@ -9,20 +9,19 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, Shape
 from leaderboard.selectors import board_has_shapes
 from leaderboard.services import rescore_weight_set, summaries_rebuild, weight_set_from_release
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from tests.conftest import FIXTURE_RELEASE
 from tests.factories import TeamFactory
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db
 
 
 def test_a_column_without_shapes_shows_a_dash_and_says_why(settings: Any) -> None:
     settings.ATREX_SHAPE_FILTER = "dev-*"  # tiny shapes: none of them compute-bound on H200
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     weight_set = weight_set_from_release(release)
     hardware = HardwareProfile.objects.get(name="H200")
     assert not board_has_shapes(release, hardware, "compute")

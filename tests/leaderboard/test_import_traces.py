@@ -11,7 +11,6 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import Release, ReleaseHidden
 from evaluation.traces import (
     TraceError,
@@ -22,7 +21,7 @@ from evaluation.traces import (
 )
 from leaderboard.models import WeightSet
 from leaderboard.services import weight_set_from_release
-from tests.conftest import FIXTURE_RELEASE
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db
 
@@ -69,7 +68,7 @@ def trace(path: Path, *, norm: float, gemm: float, act: float, other: float) -> 
 
 @pytest.fixture
 def release() -> Release:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     weight_set_from_release(release)  # v1, active, as import_release makes it
     ReleaseHidden.objects.filter(release=release).update(trace_rules=RULES)
     return release

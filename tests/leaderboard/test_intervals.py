@@ -15,7 +15,6 @@ from unittest import mock
 import pytest
 from django.test import Client
 
-from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, Release, Shape
 from evaluation.harness.confidence import median_standard_error
 from leaderboard.scoring import (
@@ -28,8 +27,8 @@ from leaderboard.scoring import (
 from leaderboard.selectors import assign_ranks
 from leaderboard.services import weight_set_activate, weight_set_create
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from tests.conftest import FIXTURE_RELEASE
 from tests.factories import TeamFactory
+from tests.world import import_fixture_release
 
 TICK = 32e-9
 
@@ -125,7 +124,7 @@ def _ticks(center: float, spread: int) -> list[float]:
 @pytest.mark.django_db
 def test_a_board_with_known_samples_marks_the_tie_and_a_bulk_rescore_keeps_the_intervals(
         ) -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     _submission(release, "Steady", {"rms_norm": _ticks(2.0e-6, 1)})
     _submission(release, "Close", {"rms_norm": _ticks(2.0e-6 + TICK, 6)})  # a tick behind, wider
     _submission(release, "Slow", {"rms_norm": _ticks(4.0e-6, 1)})

@@ -11,22 +11,15 @@ from __future__ import annotations
 import pytest
 from django.test import Client, override_settings
 
-from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, OperatorHidden, Release, Shape
 from evaluation.harness.release import ShapeRoofline
 from evaluation.harness.roofline import roofline_point
 from leaderboard.outcomes import scoring_context, shape_regime
 from leaderboard.services import rescore_submission, weight_set_activate, weight_set_create
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from tests.conftest import FIXTURE_RELEASE
 from tests.factories import TeamFactory
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def release() -> Release:
-    return release_import(path=FIXTURE_RELEASE).release
 
 
 def set_roofline(release: Release, operator: str, shape_id: str, w: dict[str, int],

@@ -9,10 +9,9 @@ from collections.abc import Callable
 import pytest
 from django.db import connection
 
-from evaluation.catalog.importing import release_import
 from leaderboard.models import WeightSet
 from leaderboard.services import weight_set_activate, weight_set_create
-from tests.conftest import FIXTURE_RELEASE
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db(transaction=True)
 THREADS = 6
@@ -41,7 +40,7 @@ def in_parallel(work: Callable[[int], object]) -> list[BaseException]:
 
 
 def test_parallel_activations_leave_exactly_one_active_set() -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     sets = [weight_set_create(release=release, weights={"rms_norm": i + 1}, source="manual")
             for i in range(THREADS)]
     for _ in range(3):
@@ -53,7 +52,7 @@ def test_parallel_activations_leave_exactly_one_active_set() -> None:
 
 
 def test_parallel_creations_get_distinct_versions() -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     WeightSet.objects.filter(release=release).delete()
     errors = in_parallel(lambda i: weight_set_create(release=release, weights={"rms_norm": 1},
                                                      source="manual"))

@@ -25,13 +25,13 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from schemathesis import GenerationMode
 from schemathesis.checks import positive_data_acceptance
 
-from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, Shape
 from leaderboard.services import weight_set_from_release
 from portal.accounts.models import token_create
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
+from tests.world import import_fixture_release
 
 HONEST = (SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes()
 EXAMPLES = int(os.environ.get("ATREX_FUZZ_EXAMPLES", "25"))
@@ -52,7 +52,7 @@ def fuzz_world(transactional_db: None, settings: Any,
                rate_limits: Callable[..., None]) -> Iterator[dict[str, Any]]:
     rate_limits(**NO_LIMITS)
     settings.ATREX_SHAPE_FILTER = "dev-*"
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     weight_set_from_release(release)
     team = TeamFactory(name="Red", daily_submission_quota=10**6, concurrent_job_quota=10**6)
     alice = member_of(team, "alice")

@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from evaluation.catalog.importing import release_import
 from leaderboard.services import weight_set_create, weight_set_from_release
-from tests.conftest import FIXTURE_RELEASE
 from tests.factories import UserFactory
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db
 
@@ -41,7 +40,7 @@ def test_raw_html_in_a_doc_is_not_passed_through(tmp_path, monkeypatch) -> None:
 
 
 def test_the_public_weights_page_shows_every_versions_values() -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     weight_set_from_release(release)
     weight_set_create(release=release, weights={"rms_norm": 1, "gemm_fp16": 3}, source="manual",
                       note="gemm heavy")
@@ -52,7 +51,7 @@ def test_the_public_weights_page_shows_every_versions_values() -> None:
 
 
 def test_the_admins_new_weights_form_starts_from_the_active_values() -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     weight_set_from_release(release)
     client = Client()
     client.force_login(UserFactory(is_staff=True))

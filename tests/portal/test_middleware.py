@@ -8,12 +8,11 @@ import io
 import pytest
 from django.test import Client, override_settings
 
-from evaluation.catalog.importing import release_import
 from portal.accounts.models import token_create
 from portal.middleware import BODY_MARGIN_BYTES
 from submissions.models import Submission
-from tests.conftest import FIXTURE_RELEASE
 from tests.factories import TeamFactory, member_of
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db
 MAX_TOTAL = 4096
@@ -27,7 +26,7 @@ def oversized_upload() -> io.BytesIO:
 
 @override_settings(ATREX_UPLOAD_MAX_TOTAL_BYTES=MAX_TOTAL)
 def test_an_api_upload_over_the_cap_is_a_json_413_and_stores_nothing() -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     _, token = token_create(team=TeamFactory(), name="cli")
     response = Client(HTTP_AUTHORIZATION=f"Bearer {token}").post(
         "/api/submissions/", {"file": oversized_upload(), "release": release.pk,
@@ -39,7 +38,7 @@ def test_an_api_upload_over_the_cap_is_a_json_413_and_stores_nothing() -> None:
 
 @override_settings(ATREX_UPLOAD_MAX_TOTAL_BYTES=MAX_TOTAL)
 def test_a_form_upload_over_the_cap_is_a_413_page_and_stores_nothing() -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     client = Client()
     client.force_login(member_of(TeamFactory(), "alice"))
     response = client.post("/submit/", {"file": oversized_upload(), "release": release.pk,

@@ -8,18 +8,18 @@ import re
 import pytest
 from django.test import Client
 
-from evaluation.catalog.importing import release_import
+from evaluation.catalog.models import Release
 from portal.accounts.models import ApiToken, hash_token
 from submissions.models import Submission
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def release_pk() -> int:
-    return int(release_import(path=FIXTURE_RELEASE).release.pk)  # pks differ across databases
+def release_pk(release: Release) -> int:
+    return int(release.pk)  # pks differ across databases
 
 
 @pytest.fixture

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evaluation.catalog.importing import release_import
 from portal.accounts.models import token_create
 from portal.throttles import PortalThrottle
 from submissions.models import Submission
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, UserFactory, member_of
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db
 START = 6_000_059.5  # half a second before a whole minute
@@ -105,7 +105,7 @@ def test_a_forged_forwarded_for_header_buys_no_fresh_budget() -> None:
 
 
 def test_uploads_are_limited_per_team_before_any_work(clock: list[float]) -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     red = TeamFactory(name="Red")
     _, token = token_create(team=red, name="ci")
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from evaluation.catalog.importing import release_import
-from tests.conftest import FIXTURE_RELEASE
+from tests.world import import_fixture_release
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
                     reason="the drill uses pg_dump and pg_restore")
 @pytest.mark.django_db(transaction=True)
 def test_a_dump_restores_into_a_fresh_database_with_every_row() -> None:
-    release_import(path=FIXTURE_RELEASE)  # committed rows, visible to pg_dump
+    import_fixture_release()  # committed rows, visible to pg_dump
     settings = connection.settings_dict
     source = (f"postgres://{settings['USER']}@{settings['HOST'] or '127.0.0.1'}:"
               f"{settings['PORT'] or 5432}/{settings['NAME']}")

@@ -8,11 +8,11 @@ import io
 import pytest
 from django.test import Client
 
-from evaluation.catalog.importing import release_import
 from portal.accounts.models import ApiToken, token_create
 from submissions.models import Submission
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +35,7 @@ def test_another_team_cannot_revoke_a_token() -> None:
 
 
 def test_a_revoked_token_can_neither_read_nor_upload() -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     red = TeamFactory(name="Red")
     alice = member_of(red, "alice")
     token, raw = token_create(team=red, name="laptop")

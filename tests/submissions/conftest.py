@@ -7,18 +7,18 @@ from typing import Any
 
 import pytest
 
-from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, Release
 from leaderboard.services import weight_set_from_release
 from submissions.models import EvaluationJob
 from submissions.services import submission_create
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory
+from tests.world import import_fixture_release
 
 
 @pytest.fixture
 def job() -> EvaluationJob:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     submission = submission_create(
         team=TeamFactory(), user=None, release=release,
         hardware=HardwareProfile.objects.get(name="H200"), filename="rms_norm.py",
@@ -32,6 +32,6 @@ def job() -> EvaluationJob:
 @pytest.fixture
 def dev_release(settings: Any) -> Release:
     settings.ATREX_SHAPE_FILTER = "dev-*"
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     weight_set_from_release(release)
     return release

@@ -10,13 +10,13 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, Shape
 from leaderboard.services import rescore_submission, weight_set_from_release
 from portal.accounts.models import token_create
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db
 
@@ -26,7 +26,7 @@ def token_client(token: str) -> Client:
 
 
 def test_the_submission_api_gives_the_active_score_and_whether_it_is_current() -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     weight_set_from_release(release)
     team = TeamFactory()
     _, token = token_create(team=team, name="cli")
@@ -63,7 +63,7 @@ def test_the_submission_api_gives_the_active_score_and_whether_it_is_current() -
 
 
 def test_releases_list_their_dsl_and_adoption_threshold() -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     listed = Client().get("/api/releases/").json()
     assert [(r["id"], r["dsl"], r["dsl_ratio_threshold"]) for r in listed] == [
         (release.pk, "triton", release.dsl_ratio_threshold)]
@@ -93,7 +93,7 @@ BAD_UPLOADS = {
 @pytest.mark.parametrize("fields, source, message", BAD_UPLOADS.values(), ids=BAD_UPLOADS.keys())
 def test_a_bad_value_in_an_api_upload_is_a_400_with_its_reason_and_stores_nothing(
         fields: dict[str, str], source: bytes, message: str) -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     _, token = token_create(team=TeamFactory(), name="cli")
     upload = io.BytesIO(source)
     upload.name = "rms_norm.py"

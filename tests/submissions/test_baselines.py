@@ -18,13 +18,14 @@ from evaluation.harness.operator_files import candidate_model_class
 from portal.audit.models import AuditEntry
 from submissions.models import EvaluationJob, Submission
 from tests.conftest import FIXTURE_RELEASE
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db
 
 
 def test_the_command_queues_both_baselines_for_every_operator(
         django_capture_on_commit_callbacks: object, capsys: pytest.CaptureFixture[str]) -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     with mock.patch("submissions.jobs.dispatch_job") as dispatch, \
             django_capture_on_commit_callbacks(execute=True):  # type: ignore[operator]
         call_command("evaluate_baselines", "atrex-fixture", "--hardware", "H200")
@@ -54,7 +55,7 @@ def test_the_compiled_baseline_is_judged_on_its_model_new() -> None:
 
 def test_the_command_queues_only_the_baselines_named(
         django_capture_on_commit_callbacks: object) -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     with mock.patch("submissions.jobs.dispatch_job") as dispatch, \
             django_capture_on_commit_callbacks(execute=True):  # type: ignore[operator]
         call_command("evaluate_baselines", "atrex-fixture", "--hardware", "H200",
@@ -101,7 +102,7 @@ def test_on_a_portal_whose_workers_have_no_gpu_the_baselines_take_the_dev_tier(
         django_capture_on_commit_callbacks: object, capsys: pytest.CaptureFixture[str],
         settings: object) -> None:
     settings.ATREX_SHAPE_FILTER = ""  # type: ignore[attr-defined]
-    release_import(path=FIXTURE_RELEASE)
+    import_fixture_release()
     with mock.patch("submissions.jobs.dispatch_job"), \
             django_capture_on_commit_callbacks(execute=True):  # type: ignore[operator]
         call_command("evaluate_baselines", "atrex-fixture", "--hardware", "H200",
@@ -124,7 +125,7 @@ def test_on_a_portal_whose_workers_have_no_gpu_the_baselines_take_the_dev_tier(
 
 def test_the_release_version_is_said_and_can_be_chosen(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    first = release_import(path=FIXTURE_RELEASE).release
+    first = import_fixture_release()
     copy = tmp_path / "atrex-fixture"
     shutil.copytree(FIXTURE_RELEASE, copy)
     (copy / "data" / "rms_norm" / "reference.py").write_text(

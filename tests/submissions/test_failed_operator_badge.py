@@ -5,17 +5,16 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, Shape
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from tests.conftest import FIXTURE_RELEASE
 from tests.factories import TeamFactory, member_of
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db
 
 
 def test_a_job_whose_every_shape_failed_is_badged_failed_and_a_passing_one_scored() -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     team = TeamFactory()
     user = member_of(team, "amber")
     submission = Submission.objects.create(team=team, release=release,

@@ -7,11 +7,10 @@ import io
 import pytest
 from django.test import Client
 
-from evaluation.catalog.importing import release_import
 from portal.accounts.models import token_create
 from submissions.models import Submission
-from tests.conftest import FIXTURE_RELEASE
 from tests.factories import TeamFactory, UserFactory, member_of
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db
 BAD_IDS = ["abc", "", "1.5", "-3", "²", "9" * 30]
@@ -25,7 +24,7 @@ def _file() -> io.BytesIO:
 
 @pytest.mark.parametrize("bad", BAD_IDS)
 def test_a_malformed_id_in_a_form_is_a_bad_request(bad: str) -> None:
-    release_import(path=FIXTURE_RELEASE)
+    import_fixture_release()
     red = TeamFactory(name="Red")
     token, _ = token_create(team=red, name="laptop")
     alice, staff = Client(), Client()

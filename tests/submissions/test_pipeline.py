@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from django.test import Client, override_settings
 
-from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile
 from submissions.models import EvaluationJob, ShapeResult
 from submissions.services import submission_create
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
 from tests.worker import pipeline_workers
+from tests.world import import_fixture_release
 
 
 def wait_for(job: EvaluationJob, seconds: float) -> EvaluationJob:
@@ -30,7 +30,7 @@ def wait_for(job: EvaluationJob, seconds: float) -> EvaluationJob:
 @pytest.mark.django_db(transaction=True)
 @override_settings(ATREX_SHAPE_FILTER="dev-*")
 def test_an_upload_is_evaluated_by_a_real_worker_and_scored(tmp_path: Path) -> None:
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     team = TeamFactory()
     alice = member_of(team, "alice")
     with pipeline_workers(tmp_path):

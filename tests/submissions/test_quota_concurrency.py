@@ -10,11 +10,11 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from evaluation.catalog.importing import release_import
 from portal.accounts.models import token_create
 from submissions.models import EvaluationJob, Submission
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory
+from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db(transaction=True)
 HONEST = (SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes()
@@ -23,7 +23,7 @@ REQUESTS = 8
 
 def parallel_uploads(daily: int, concurrent: int) -> tuple[list[int], int]:
     """REQUESTS uploads at once by one team; returns the status codes and the team's id."""
-    release = release_import(path=FIXTURE_RELEASE).release
+    release = import_fixture_release()
     team = TeamFactory(daily_submission_quota=daily, concurrent_job_quota=concurrent)
     _, secret = token_create(team=team, name="agent")
     barrier = threading.Barrier(REQUESTS)

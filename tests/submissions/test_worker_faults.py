@@ -23,13 +23,12 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.test import Client, override_settings
 
-from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, Release
 from portal.audit.models import AuditEntry
 from submissions.jobs import attempt_task_id
 from submissions.models import EvaluationJob, ShapeResult
 from submissions.services import submission_create
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
 from tests.worker import broker, celery_worker, descendants
 
@@ -57,11 +56,6 @@ def slow_candidate(seconds: float) -> bytes:
 def dev_shapes() -> Iterator[None]:
     with override_settings(ATREX_SHAPE_FILTER="dev-*"):
         yield
-
-
-@pytest.fixture
-def release() -> Release:
-    return release_import(path=FIXTURE_RELEASE).release
 
 
 def upload(release: Release, data: bytes) -> EvaluationJob:
