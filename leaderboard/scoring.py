@@ -399,13 +399,6 @@ def _interval(score: float | None, error: float | None) -> list[float] | None:
     return [max(0.0, score - INTERVAL_Z * error), score + INTERVAL_Z * error]
 
 
-def score_submission(outcomes: Sequence[ShapeOutcome], weights: Mapping[str, float],
-                     policy: ScoringPolicy = ScoringPolicy(),
-                     subset_operators: Mapping[str, Iterable[str]] | None = None) -> WeightedScore:
-    """`combine(summarise(outcomes))`: scoring from shape outcomes in one step."""
-    return combine(summarise(outcomes, policy), weights, subset_operators)
-
-
 def solve_rate(operator_results: Iterable[Sequence[ShapeOutcome]]) -> float:
     """Share of teams whose candidate for an operator is correct and native on every shape."""
     attempts = [list(shapes) for shapes in operator_results]

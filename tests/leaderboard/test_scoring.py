@@ -10,12 +10,12 @@ from leaderboard.scoring import (
     ScoringPolicy,
     ShapeOutcome,
     SubmissionSummary,
+    WeightedScore,
     WeightError,
     combine,
     normalise_weights,
     operator_score,
     operators_not_generalising,
-    score_submission,
     shape_score,
     solve_rate,
     summarise,
@@ -28,6 +28,12 @@ def shape(op: str, a: float | None, *, correct: bool = True, verdict: str = "nat
           sid: str = "s") -> ShapeOutcome:
     return ShapeOutcome(operator=op, shape_id=sid, correct=correct, verdict=verdict,
                         attainment=a, suspicious=suspicious, regime=regime, phase=phase)
+
+
+def score_submission(outcomes: list[ShapeOutcome], weights: dict[str, float],
+                     subset_operators: dict[str, list[str]] | None = None) -> WeightedScore:
+    """Scoring from shape outcomes in one step, as the rescore task does it."""
+    return combine(summarise(outcomes), weights, subset_operators)
 
 
 def test_a_failed_shape_scores_zero_whatever_its_time() -> None:

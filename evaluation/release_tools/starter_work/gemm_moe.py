@@ -46,15 +46,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-# topk_softmax_gating is in the fixture release too: its work model, not a copy.
-from evaluation.release_tools.make_fixture_roofline import (
-    BF16,
-    FP32,
-    INT32,
-    Kwargs,
-    Work,
-    topk_softmax_gating,
-)
+# topk_softmax_gating is in the fixture release too: its work model (`fixture_work`), not a copy.
+from evaluation.release_tools import make_fixture_roofline as fixture_work
+from evaluation.release_tools.make_fixture_roofline import BF16, FP32, INT32, Kwargs, Work
 
 FP8 = 1
 INT64 = 8
@@ -114,6 +108,6 @@ WORK_MODELS: Mapping[str, Callable[[Kwargs, Kwargs], Work]] = {
     "linear_bf16": linear_bf16,
     "fp8_block_scaled_gemm": fp8_block_scaled_gemm,
     "fused_moe_bf16": fused_moe_bf16,
-    "topk_softmax_gating": topk_softmax_gating,
+    "topk_softmax_gating": fixture_work.topk_softmax_gating,
     "moe_align_block_size": moe_align_block_size,
 }

@@ -42,16 +42,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-# The three the fixture release has too are its work models, not copies of them.
-from evaluation.release_tools.make_fixture_roofline import (
-    BF16,
-    FP32,
-    Kwargs,
-    Work,
-    fused_add_rms_norm,
-    rms_norm,
-    silu_and_mul,
-)
+# The operators the fixture release has too keep its work models (`fixture_work`), not copies.
+from evaluation.release_tools import make_fixture_roofline as fixture_work
+from evaluation.release_tools.make_fixture_roofline import BF16, FP32, Kwargs, Work
 
 FP8 = 1
 INT64 = 8
@@ -81,9 +74,9 @@ def per_token_group_fp8_quant(init: Kwargs, inputs: Kwargs) -> Work:
 
 
 WORK_MODELS: Mapping[str, Callable[[Kwargs, Kwargs], Work]] = {
-    "rms_norm": rms_norm,
-    "fused_add_rms_norm": fused_add_rms_norm,
-    "silu_and_mul": silu_and_mul,
+    "rms_norm": fixture_work.rms_norm,
+    "fused_add_rms_norm": fixture_work.fused_add_rms_norm,
+    "silu_and_mul": fixture_work.silu_and_mul,
     "rotary_embedding_neox": rotary_embedding_neox,
     "fp8_per_token_quant": fp8_per_token_quant,
     "per_token_group_fp8_quant": per_token_group_fp8_quant,
