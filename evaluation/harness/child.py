@@ -492,7 +492,8 @@ class ChildRuntime:
 
         try:
             if self.device.type == "cuda":
-                from .timing import CudaContextCorrupted, measure_forward
+                from .graph_capture import CudaContextCorrupted
+                from .timing import measure_forward
 
                 try:
                     report = measure_forward(forward, sets, settings, flow, steps=self.steps,

@@ -527,6 +527,9 @@ class _ShapeRun:
                                          max_checks=timing.unmeasured_calls)
         if self.checks == REFERENCE_CHECKS:
             timing = dataclasses.replace(timing, max_checks=1)
+        # a captured graph is trusted once a replay matched the eager call within these
+        timing = dataclasses.replace(timing, capture_atol=self.job.tolerance.atol,
+                                     capture_rtol=self.job.tolerance.rtol)
         graph_error = None
         poisoned_on = self.trusted.capture_poisoned_on
         if timing.allow_graph and poisoned_on is not None:

@@ -180,7 +180,8 @@ IN_PROCESS_CASES: dict[str, Callable[[EvaluationResult], None]] = {
     "pinned_seeds": failed_with("the candidate replaced secrets.randbelow, secrets.randbits"),
     "handover_helper": failed_with("other process(es)"),
 }
-GPU_ONLY = {"side_stream", "persisting_l2", "gpu_oom", "cache_id_version", "cache_fingerprint",
+GPU_ONLY = {"persistent_dispatch_mode_eager", "restore_before_the_end",
+            "side_stream", "persisting_l2", "gpu_oom", "cache_id_version", "cache_fingerprint",
             "batch_and_skip", "huge_host_alloc", "forge_marker"}
 
 
