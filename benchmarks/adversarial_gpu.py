@@ -45,7 +45,7 @@ BEFORE_HARDENING_US = {"llama8b-decode-t32-h4096": 1.95, "llama8b-prefill-t4096-
 # What tests/adversarial/test_cpu_cases.py leaves to a GPU; run first.
 GPU_FIRST = ["restore_before_the_end", "persistent_dispatch_mode_eager",
              "persistent_dispatch_mode", "library_override", "guard_disabled",
-             "handover_helper", "cache_fingerprint", "cache_id_version", "batch_and_skip", "forge_marker",
+             "cache_fingerprint", "cache_id_version", "batch_and_skip", "forge_marker",
              "side_stream", "persisting_l2", "cache_data_ptr", "call_count_skip", "gpu_oom",
              "huge_host_alloc"]
 
@@ -79,7 +79,7 @@ class Runner:
                          "method": timing.get("method"), "n": timing.get("n"),
                          "fresh": timing.get("fresh_inputs"),
                          "checked": timing.get("checked_calls"),
-                         "error": (shape.error or "")[:160]})
+                         "error": (shape.error or "")[:600]})
         return rows
 
 

@@ -222,7 +222,8 @@ class ChildRuntime:
             self._check_integrity(command)  # a patch explains the failure better
         except StageError as integrity:
             if not error.message.startswith(INTEGRITY_FAILED):  # (the first one found stays)
-                error = integrity
+                error = StageError(integrity.stage, f"{integrity.message}; the {command} stage "
+                                   f"had failed with: {error.message[:400]}", error.tb)
         ChildRuntime.emit(self, event="error", stage=error.stage, message=error.message,
                           traceback=error.tb, fatal=self.fatal)
 
