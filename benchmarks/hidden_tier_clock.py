@@ -19,7 +19,7 @@ Two parts, on any machine (no GPU needed):
    the team's view changed while it ran, when the team saw the job end and when the worker
    was free for its next job, both counted from the moment the hidden tier began.
 
-Usage: python benchmarks/hidden_tier_clock.py [--budget-s 8] [--quantum-s 10] [--json FILE]
+Usage: python benchmarks/hidden_tier_clock.py [--budget-s 15] [--quantum-s 10] [--json FILE]
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def computed(budget_s: float, quantum_s: float) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--budget-s", type=float, default=8.0)
+    parser.add_argument("--budget-s", type=float, default=15.0)
     parser.add_argument("--quantum-s", type=float, default=10.0)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--inside", type=Path, help=argparse.SUPPRESS)
