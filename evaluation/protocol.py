@@ -15,11 +15,19 @@ ranked submissions only): the worker keeps them in memory for the job, never wri
 to disk or a log, and gives the child each one only in that shape's requests, after every
 public shape (evaluation.harness.evaluate.EvaluationRequest.hidden_shapes).
 
+The hidden tier has no clock a team can read (docs/teams.md, "Hidden shapes"): both sides
+hold its end until a release time fixed when it begins, its budget (`hidden_budget_s`, the
+release's budget per hidden shape times the job's hidden shapes) after its start, pushed to
+the next multiple of `hidden_quantum_s` past the budget when it overruns (`release_delay`).
+The web tier shows nothing of the hidden tier, and ends the job, only then; the worker takes
+no next job before then, so the next job's start tells nothing either.
+
 Imports no Django.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from enum import StrEnum
@@ -29,7 +37,7 @@ from typing import Any, ClassVar
 from celery import Celery
 from kombu.entity import Exchange
 
-SPEC_VERSION = 2  # 2: hidden_shapes_json
+SPEC_VERSION = 3  # 2: hidden_shapes_json; 3: hidden_budget_s, hidden_quantum_s
 EVALUATE_TASK = "evaluation.evaluate_job"  # GPU side: runs one job spec
 RECORD_EVENT_TASK = "submissions.record_event"  # web side: stores one report
 NCU_PROFILE_TASK = "evaluation.ncu_profile"  # GPU side: a team's ncu profile of one shape
@@ -49,15 +57,31 @@ def eval_queue(hardware: str) -> str:
 def job_spec(*, job_id: int, attempt: int, operator: str, reference_py: str, input_py: str,
              shapes_json: str, candidate_source: str, atol: float, rtol: float, dsl: str,
              dsl_ratio_threshold: float, hardware: str, seed: int,
-             heartbeat_s: float = 0, hidden_shapes_json: str = "") -> dict[str, Any]:
+             heartbeat_s: float = 0, hidden_shapes_json: str = "",
+             hidden_budget_s: float = 0, hidden_quantum_s: float = 0) -> dict[str, Any]:
     return {
         "version": SPEC_VERSION, "job_id": job_id, "attempt": attempt, "hardware": hardware,
         "operator": {"name": operator, "reference_py": reference_py, "input_py": input_py,
                      "shapes_json": shapes_json, "hidden_shapes_json": hidden_shapes_json},
         "candidate_source": candidate_source, "tolerance": {"atol": atol, "rtol": rtol},
         "dsl": dsl, "dsl_ratio_threshold": dsl_ratio_threshold, "seed": seed,
-        "heartbeat_s": heartbeat_s,
+        "heartbeat_s": heartbeat_s, "hidden_budget_s": hidden_budget_s,
+        "hidden_quantum_s": hidden_quantum_s,
     }
+
+
+def release_delay(elapsed_s: float, budget_s: float, quantum_s: float) -> float:
+    """When, after the hidden tier began, its end may be shown (web tier) and the worker may
+    take its next job: the budget when the tier ended within it; past it, the next multiple
+    of the quantum after the budget (a quantum of 0: the end itself, no hold past the budget).
+
+    What a team can learn from the moment is which of these it was: at most
+    log2(1 + ceil((longest - budget) / quantum)) bits per job (docs/teams.md)."""
+    if elapsed_s <= budget_s:
+        return budget_s
+    if quantum_s <= 0:
+        return elapsed_s
+    return budget_s + math.ceil((elapsed_s - budget_s) / quantum_s) * quantum_s
 
 
 def ncu_profile_spec(*, profile_id: int, operator: str, reference_py: str, input_py: str,

@@ -118,9 +118,11 @@ class CandidateAdmin(admin.ModelAdmin[Candidate]):
 @admin.register(EvaluationJob)
 class EvaluationJobAdmin(admin.ModelAdmin[EvaluationJob]):
     list_display = ("id", "candidate", "status", "attempts", "shapes_done", "shapes_total",
-                    "heartbeat_at")
+                    "heartbeat_at", "release_at")
     list_filter = ("status",)
     actions = [rerun_jobs]
+    # The hidden tier's hold (submissions/jobs.py): the life cycle's to write, yours to read.
+    readonly_fields = ("hidden_started_at", "release_at", "worker_ended_at", "held")
 
 
 @admin.register(ShapeResult)

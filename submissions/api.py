@@ -90,8 +90,11 @@ class QueuePlaceOut(serializers.Serializer[Any]):
 
 class HiddenTallyOut(serializers.Serializer[Any]):
     shapes = serializers.IntegerField()
-    evaluated = serializers.IntegerField()
+    evaluated = serializers.IntegerField(help_text="0 until the hidden tier is released")
     passed = serializers.IntegerField()
+    held = serializers.BooleanField(help_text=(
+        "the hidden shapes began and are not released yet: nothing of them, nor the job's "
+        "end, is shown before a release time fixed when they began (docs/teams.md)"))
 
 
 # "source" is an attribute of DRF's Field (as its type stubs read it): named in the data
@@ -107,14 +110,16 @@ class JobOut(serializers.Serializer[Any]):
         "where the worker ran it: gpu, or cpu-interpreter (Triton's interpreter: an "
         "interpreter check, no time measured, never ranked); empty until a worker reported"))
     attempts = serializers.IntegerField()
-    shapes_done = serializers.IntegerField()
+    shapes_done = serializers.IntegerField(help_text="reported shapes; the hidden ones "
+                                           "count from the hidden tier's release on")
     shapes_total = serializers.IntegerField(help_text="the shapes the job covers, its hidden "
                                             "ones included")
     hidden_shapes = HiddenTallyOut(allow_null=True, required=False, help_text=(
         "the release's hidden shapes this job covers: how many, never which; null for none"))
     error = serializers.CharField()
     sha256 = serializers.CharField()
-    heartbeat_at = serializers.DateTimeField(allow_null=True)
+    heartbeat_at = serializers.DateTimeField(allow_null=True, help_text=(
+        "the worker's last sign of life; while hidden shapes are held, the moment they began"))
     results = ResultOut(many=True)
 
 

@@ -7,6 +7,18 @@
                                                                    or failed after the last
     any --(job_rerun, admins)--> queued (next attempt)
 
+A job with hidden shapes has no clock a team can read while they run (docs/teams.md,
+"Hidden shapes"). When its last public shape is stored, its hidden tier begins and a release
+time is fixed: the release's budget per hidden shape times its hidden shapes later. The
+hidden shapes' reports, and the worker's result or failure, are held (`held`, admins only)
+and the job stays running, its public shapes done, until then:
+
+    running --("result"/"failed" after the hidden tier began)--> running, held
+            --(job_release, at release_at)--> scored | failed, finished_at = release_at
+
+A tier that ends past its budget is released at the next multiple of the release's quantum
+past it (protocol.release_delay, which the worker waits out too before its next job).
+
 Each attempt is numbered (`attempts`) and sent as its own Celery task (`attempt_task_id`);
 reports of an older attempt, or of a run that does not hold the attempt, are ignored and
 that run is told to stop. A job that ends, or goes back to the queue, asks for a rescore of
@@ -48,6 +60,7 @@ from evaluation.protocol import (
     job_spec,
     low_priority_queue,
     publish_stop,
+    release_delay,
     stop_message,
 )
 from portal.audit.models import AuditEntry, audit
@@ -89,7 +102,8 @@ def _next_attempt(job: EvaluationJob, *, low_priority: bool) -> Callable[[], Non
     job.run = ""
     job.mode = EvaluationJob.Mode.UNKNOWN  # the worker that takes this attempt reports it
     job.low_priority = low_priority
-    job.save(update_fields=["attempts", "status", "run", "mode", "low_priority"])
+    job.save(update_fields=["attempts", "status", "run", "mode", "low_priority",
+                            *_hold_clear(job)])
     candidate = job.candidate
     operator = candidate.operator
     release = operator.release
@@ -101,7 +115,8 @@ def _next_attempt(job: EvaluationJob, *, low_priority: bool) -> Callable[[], Non
         atol=operator.hidden.atol, rtol=operator.hidden.rtol, dsl=job.candidate.dsl,
         dsl_ratio_threshold=release.dsl_ratio_threshold, hardware=hardware.name,
         seed=secrets.randbits(63), heartbeat_s=settings.ATREX_JOB_HEARTBEAT_SECONDS,
-        hidden_shapes_json=_job_hidden_shapes_json(job))
+        hidden_shapes_json=_job_hidden_shapes_json(job),
+        hidden_budget_s=hidden_budget_s(job), hidden_quantum_s=release.hidden_release_quantum_s)
     queue = low_priority_queue(hardware.queue) if low_priority else hardware.queue
     task_id = attempt_task_id(job.pk, job.attempts)
 
@@ -132,8 +147,10 @@ def jobs_sweep(*, now: datetime | None = None) -> SweepReport:
     meantime wins; a job another sweep holds is skipped.
     """
     now = now or timezone.now()
+    jobs_release_due(now=now)
     stale_seconds = settings.ATREX_JOB_STALE_SECONDS
-    stale = (Q(status=EvaluationJob.Status.RUNNING)
+    # a job held for its hidden tier's release has ended on its worker: no heartbeat is due
+    stale = (Q(status=EvaluationJob.Status.RUNNING, worker_ended_at__isnull=True)
              & (Q(heartbeat_at__lt=now - timedelta(seconds=stale_seconds))
                 | Q(heartbeat_at__isnull=True)))
     report = SweepReport(requeued=[], failed=[])
@@ -236,7 +253,7 @@ def job_rerun(*, job: EvaluationJob, actor: object,
         locked.error, locked.infrastructure_failure = "", False
         locked.finished_at, locked.shapes_done = None, 0
         locked.save(update_fields=["error", "infrastructure_failure", "finished_at",
-                                   "shapes_done"])
+                                   "shapes_done", *_hold_clear(locked)])
         old_attempt = locked.attempts
         send = _next_attempt(locked, low_priority=True)  # an admin's: after the teams' jobs
         rescore_on_commit(locked.candidate.submission_id)  # off the boards until it ends
@@ -274,14 +291,16 @@ def record_event(kind: str, payload: dict[str, Any]) -> None:
 
 
 # What _claimed_job may change; each handler returns what it changed besides.
-_CLAIM_FIELDS = ["run", "shapes_done", "heartbeat_at", "worker", "status", "started_at"]
+_CLAIM_FIELDS = ["run", "shapes_done", "heartbeat_at", "worker", "status", "started_at",
+                 "hidden_started_at", "release_at", "worker_ended_at", "held"]
 
 
 def _claimed_job(report: Report, now: datetime) -> EvaluationJob | None:
     """The job of `report`, locked and held by the report's run; None when the report is
     stale or another run holds the attempt (a run still going is told to stop)."""
     job = (EvaluationJob.objects.select_for_update(of=("self",))
-           .select_related("candidate__operator__hidden", "candidate__submission__hardware")
+           .select_related("candidate__operator__hidden", "candidate__operator__release",
+                           "candidate__submission__hardware")
            .filter(pk=report.job_id).first())
     if job is None:
         return None
@@ -294,6 +313,7 @@ def _claimed_job(report: Report, now: datetime) -> EvaluationJob | None:
         if job.run:  # a redelivery: start this attempt afresh with the new run
             ShapeResult.every_tier.filter(job=job, attempt=job.attempts).delete()
             job.shapes_done = 0
+            _hold_clear(job)
             _stop_on_commit(job.pk, job.attempts, job.run)  # in case it still runs
         job.run = run
     elif not job.run:
@@ -310,6 +330,8 @@ def _claimed_job(report: Report, now: datetime) -> EvaluationJob | None:
 
 
 def _on_started(job: EvaluationJob, report: Started, now: datetime) -> list[str]:
+    if job.hidden_shape_ids and not job.shape_ids:
+        _hidden_tier_begins(job, now)  # no public shape: the hidden ones come first
     return _reported_mode(job, report.mode)
 
 
@@ -318,8 +340,13 @@ def _on_heartbeat(job: EvaluationJob, report: Heartbeat, now: datetime) -> list[
 
 
 def _on_progress(job: EvaluationJob, report: Progress, now: datetime) -> list[str]:
+    if _is_hidden(job, report.shape):
+        _hold_shape(job, report.shape, now)
+        return []
     store_shape(job, report.shape)
     job.shapes_done = ShapeResult.every_tier.filter(job=job, attempt=job.attempts).count()
+    if job.hidden_shape_ids and job.shapes_done >= len(job.shape_ids):
+        _hidden_tier_begins(job, now)  # the last public shape: the hidden ones run next
     return ["shapes_done"]
 
 
@@ -327,16 +354,26 @@ def _on_result(job: EvaluationJob, report: Result, now: datetime) -> list[str]:
     result = report.result
     changed = _reported_mode(job, result.get("mode"))  # before the shapes: their verdicts read it
     for shape in result["shapes"]:
-        store_shape(job, shape)
+        if _is_hidden(job, shape):
+            _hold_shape(job, shape, now)
+        else:
+            store_shape(job, shape)
     job.shapes_done = ShapeResult.every_tier.filter(job=job, attempt=job.attempts).count()
     job.evaluator_version = str(result.get("evaluator_version", ""))[:30]
+    changed += ["shapes_done", "evaluator_version"]
+    if job.hidden_shape_ids:
+        return changed + _hold_end(job, {"status": EvaluationJob.Status.SCORED.value}, now)
     job.status = EvaluationJob.Status.SCORED
     job.finished_at = now
     rescore_on_commit(job.candidate.submission_id)
-    return [*changed, "shapes_done", "evaluator_version", "status", "finished_at"]
+    return [*changed, "status", "finished_at"]
 
 
 def _on_failed(job: EvaluationJob, report: Failed, now: datetime) -> list[str]:
+    if job.hidden_started_at is not None:  # a failure in the hidden tier ends with it
+        return _hold_end(job, {"status": EvaluationJob.Status.FAILED.value,
+                               "reason": report.reason,
+                               "infrastructure": report.infrastructure}, now)
     job.status = EvaluationJob.Status.FAILED
     job.error = report.reason
     if hidden_failure(job, job.error):
@@ -345,6 +382,117 @@ def _on_failed(job: EvaluationJob, report: Failed, now: datetime) -> list[str]:
     job.finished_at = now
     rescore_on_commit(job.candidate.submission_id)
     return ["status", "error", "hidden_error", "infrastructure_failure", "finished_at"]
+
+
+# The hidden tier's hold. What a team may see of a job while it lasts is decided in one
+# place, submissions.selectors.job_progress; what is stored here is the admins'.
+
+def hidden_budget_s(job: EvaluationJob) -> float:
+    """The seconds a job's hidden tier has before its release: the release's budget per
+    hidden shape times the job's hidden shapes."""
+    release = job.candidate.operator.release
+    return float(release.hidden_shape_budget_s) * len(job.hidden_shape_ids or ())
+
+
+def _hidden_tier_begins(job: EvaluationJob, now: datetime) -> None:
+    """Fix the release time, once per attempt: the budget after now."""
+    if job.hidden_started_at is None:
+        job.hidden_started_at = now
+        job.release_at = now + timedelta(seconds=hidden_budget_s(job))
+
+
+def _is_hidden(job: EvaluationJob, shape: dict[str, Any]) -> bool:
+    return str(shape.get("shape_id")) in (job.hidden_shape_ids or ())
+
+
+def _hold_shape(job: EvaluationJob, shape: dict[str, Any], now: datetime) -> None:
+    """A hidden shape's report kept until the release (a repeated one replaces its own)."""
+    _hidden_tier_begins(job, now)  # a report out of order: the tier has begun all the same
+    shapes = [s for s in job.held.get("shapes", []) if s.get("shape_id") != shape.get("shape_id")]
+    job.held = {**job.held, "shapes": [*shapes, shape]}
+
+
+def _hold_end(job: EvaluationJob, end: dict[str, Any], now: datetime) -> list[str]:
+    """The worker ended the job: keep its end until the release time, pushed past an
+    overrun budget to the next quantum (protocol.release_delay); release now if it is due."""
+    _hidden_tier_begins(job, now)
+    assert job.hidden_started_at is not None and job.release_at is not None
+    budget = (job.release_at - job.hidden_started_at).total_seconds()
+    elapsed = (now - job.hidden_started_at).total_seconds()
+    quantum = float(job.candidate.operator.release.hidden_release_quantum_s)
+    job.release_at = job.hidden_started_at + timedelta(
+        seconds=release_delay(elapsed, budget, quantum))
+    job.worker_ended_at = now
+    job.held = {**job.held, "end": end}
+    if job.release_at <= now:
+        return _release(job)
+    job_id, countdown = job.pk, (job.release_at - now).total_seconds()
+    transaction.on_commit(lambda: current_app.send_task(
+        RELEASE_TASK, args=[job_id], queue=RESULTS_QUEUE, countdown=countdown), robust=True)
+    return []
+
+
+RELEASE_TASK = "submissions.release_job"  # sent for a job's release time (jobs_sweep backs it)
+
+
+def job_release(job_id: int, *, now: datetime | None = None) -> bool:
+    """Show a held job's hidden results and end it, if its release time has come."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        job = _locked_job(job_id)
+        if job is None or job.status not in EvaluationJob.Status.active() \
+                or job.worker_ended_at is None or job.release_at is None \
+                or job.release_at > now:
+            return False
+        job.save(update_fields=_release(job))
+    return True
+
+
+def release_wait_s(job_id: int) -> float | None:
+    """Seconds until a held job's release time; None when it is not held (or is due)."""
+    job = EvaluationJob.objects.filter(pk=job_id, status=EvaluationJob.Status.RUNNING,
+                                       worker_ended_at__isnull=False).first()
+    if job is None or job.release_at is None:
+        return None
+    left = (job.release_at - timezone.now()).total_seconds()
+    return left if left > 0 else None
+
+
+def jobs_release_due(*, now: datetime | None = None) -> list[int]:
+    """Release every held job whose release time has passed (the sweep's backstop for a
+    release task lost on the way)."""
+    now = now or timezone.now()
+    due = EvaluationJob.objects.filter(status=EvaluationJob.Status.RUNNING,
+                                       worker_ended_at__isnull=False, release_at__lte=now)
+    return [pk for pk in due.values_list("pk", flat=True) if job_release(pk, now=now)]
+
+
+def _release(job: EvaluationJob) -> list[str]:
+    """Store the held hidden shapes and apply the held end, as of the release time: the
+    job's end as every team-facing read, board and webhook sees it."""
+    for shape in job.held.get("shapes", []):
+        store_shape(job, shape)
+    end = job.held.get("end", {})
+    job.shapes_done = ShapeResult.every_tier.filter(job=job, attempt=job.attempts).count()
+    job.finished_at = job.release_at
+    changed = ["shapes_done", "finished_at", "status", "held"]
+    if end.get("status") == EvaluationJob.Status.FAILED:
+        job.status = EvaluationJob.Status.FAILED
+        job.hidden_error, job.error = str(end.get("reason", "evaluation failed")), HIDDEN_FAILURE
+        job.infrastructure_failure = bool(end.get("infrastructure", False))
+        changed += ["error", "hidden_error", "infrastructure_failure"]
+    else:
+        job.status = EvaluationJob.Status.SCORED
+    job.held = {**job.held, "released": True}
+    rescore_on_commit(job.candidate.submission_id)
+    return changed
+
+
+def _hold_clear(job: EvaluationJob) -> list[str]:
+    """A new attempt, or a new run of one, starts without a hold."""
+    job.hidden_started_at = job.release_at = job.worker_ended_at = None
+    job.held = {}
+    return ["hidden_started_at", "release_at", "worker_ended_at", "held"]
 
 
 def _reported_mode(job: EvaluationJob, mode: object) -> list[str]:

@@ -136,10 +136,28 @@ class EvaluationJob(models.Model):
                             default=Mode.UNKNOWN)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    # For a job with hidden shapes, its end as teams see it: the release time (below), never
+    # the moment the worker ended.
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The hidden tier's hold (submissions/jobs.py; docs/teams.md, "Hidden shapes"): when the
+    # portal saw it begin (its last public shape stored), when its results and the job's end
+    # may be shown (the budget after the start; past it, the next quantum), when the worker
+    # really ended it, and what the worker reported of it until then (its shapes' reports, and
+    # its end: status, evaluator version, failure). Admins only; a team sees the job running,
+    # its public shapes done, until the release.
+    hidden_started_at = models.DateTimeField(null=True, blank=True)
+    release_at = models.DateTimeField(null=True, blank=True)
+    worker_ended_at = models.DateTimeField(null=True, blank=True)
+    held = models.JSONField(default=dict, blank=True)
 
     def __str__(self) -> str:
         return f"job {self.pk} ({self.status})"
+
+    @property
+    def hidden_tier_held(self) -> bool:
+        """The hidden tier has begun and its results are not released yet: a team sees none
+        of it (nor the heartbeat)."""
+        return self.hidden_started_at is not None and self.status in self.Status.active()
 
 
 class PublicTierResults(models.Manager["ShapeResult"]):

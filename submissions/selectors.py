@@ -82,7 +82,8 @@ def submission_detail(submission: Submission, *, admin: bool) -> dict[str, Any]:
         "mode": submission.mode,
         "status": submission_status(jobs),
         "outcome": submission_outcome(tallies, check=submission.is_check),
-        "jobs": [job_detail(job, results[job.pk], queue.get(job.pk), hidden.get(job.pk))
+        "jobs": [job_detail(job, results[job.pk], queue.get(job.pk), hidden.get(job.pk),
+                            admin=admin)
                  for queue in [queue_places(jobs, submission.hardware_id)]
                  for hidden in [hidden_tallies(jobs)] for job in jobs],
     }
@@ -121,11 +122,14 @@ def public_shapes_total(job: EvaluationJob) -> int:
     return job.shapes_total - len(job.hidden_shape_ids or ())
 
 
-def hidden_tallies(jobs: Sequence[EvaluationJob]) -> dict[int, dict[str, int]]:
+def hidden_tallies(jobs: Sequence[EvaluationJob]) -> dict[int, dict[str, Any]]:
     """Per job with hidden shapes, all a team learns of them: how many, how many reported,
-    how many passed (never which, nor anything a result of one holds)."""
-    counted = {job.pk: {"shapes": len(job.hidden_shape_ids), "evaluated": 0, "passed": 0}
-               for job in jobs if job.hidden_shape_ids}
+    how many passed (never which, nor anything a result of one holds), and whether they are
+    held (running, or ended and not released: nothing of them is counted until then)."""
+    counted: dict[int, dict[str, Any]] = {
+        job.pk: {"shapes": len(job.hidden_shape_ids), "evaluated": 0, "passed": 0,
+                 "held": job.hidden_tier_held}
+        for job in jobs if job.hidden_shape_ids}
     for job_id, status, n in (ShapeResult.every_tier
                               .filter(job__in=list(counted), attempt=F("job__attempts"),
                                       shape__hidden=True)
@@ -322,19 +326,43 @@ def submission_status(jobs: Iterable[Any]) -> str:
     return str(next(iter(statuses), "empty"))
 
 
+def job_progress(job: EvaluationJob, *, admin: bool) -> dict[str, Any]:
+    """What a viewer may see of a job's progress: the one decision of what a team sees of a
+    running job, for the pages (htmx polling), the API, the CLI and long polling alike.
+
+    The stored state already holds the hidden tier back (submissions/jobs.py): until the
+    release its shapes are not stored, `shapes_done` counts the public ones, the job stays
+    running. What remains is the heartbeat, which goes on while the hidden shapes run (the
+    sweeper's): a team sees it as it was when they began. An admin sees it all, and the
+    hold (`hidden_tier`: when it began, its release time, when the worker really ended, how
+    many hidden shapes have reported)."""
+    heartbeat = job.heartbeat_at
+    if job.hidden_tier_held and not admin:
+        heartbeat = job.hidden_started_at
+    progress: dict[str, Any] = {
+        "status": job.status, "shapes_done": job.shapes_done, "shapes_total": job.shapes_total,
+        "heartbeat_at": heartbeat.isoformat() if heartbeat else None,
+    }
+    if admin and job.hidden_started_at is not None:
+        progress["hidden_tier"] = {
+            "started_at": job.hidden_started_at.isoformat(),
+            "release_at": job.release_at.isoformat() if job.release_at else None,
+            "worker_ended_at": job.worker_ended_at.isoformat() if job.worker_ended_at else None,
+            "reported": len(job.held.get("shapes", [])), "released": job.held.get("released",
+                                                                                  False)}
+    return progress
+
+
 def job_detail(job: EvaluationJob, results: list[dict[str, Any]],
                queue: dict[str, Any] | None = None,
-               hidden: dict[str, int] | None = None) -> dict[str, Any]:
+               hidden: dict[str, Any] | None = None, *, admin: bool = False) -> dict[str, Any]:
     """A job and its results (those of its latest attempt, in shape order, public shapes
     only); a queued job with its place in the queue (`queue_places`); the counts of its
-    hidden shapes (`hidden_tallies`)."""
+    hidden shapes (`hidden_tallies`); its progress as `job_progress` lets the viewer see it."""
     return {
         "id": job.pk, "operator": job.candidate.operator.name, "dsl": job.candidate.dsl,
-        "status": job.status,
-        "mode": job.mode, "attempts": job.attempts, "shapes_done": job.shapes_done,
-        "shapes_total": job.shapes_total,
+        "mode": job.mode, "attempts": job.attempts, **job_progress(job, admin=admin),
         "error": job.error, "source": job.candidate.source, "sha256": job.candidate.sha256,
-        "heartbeat_at": job.heartbeat_at.isoformat() if job.heartbeat_at else None,
         "queue": queue,
         "results": results,
         "hidden_shapes": hidden,

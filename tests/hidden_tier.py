@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from evaluation.catalog.models import Release
 from evaluation.release_tools.make_fixture_roofline import write_release_rooflines
 from submissions.jobs import record_event
 from submissions.models import EvaluationJob
@@ -39,6 +40,16 @@ def hidden_tier_release(folder: Path) -> Path:
     (target / "data" / "rms_norm" / "hidden_shapes.json").write_text(json.dumps(HIDDEN_SHAPES))
     write_release_rooflines(target)
     return target
+
+
+def without_hold(release: Release) -> Release:
+    """The release with its hidden tier released the moment a job's worker ends it (a budget
+    and a quantum of 0): for tests of what the hidden tier shows once released. The hold
+    itself is tests/submissions/test_hidden_tier_clock.py's."""
+    Release.objects.filter(pk=release.pk).update(hidden_shape_budget_s=0,
+                                                 hidden_release_quantum_s=0)
+    release.refresh_from_db()
+    return release
 
 
 def shape_report(shape_id: str, *, median_s: float | None = None, error: str = "",

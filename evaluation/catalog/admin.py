@@ -48,7 +48,8 @@ class OperatorInline(admin.TabularInline[Operator, Release]):
 
 @admin.register(Release)
 class ReleaseAdmin(admin.ModelAdmin[Release]):
-    list_display = ("name", "version", "dsl", "dsl_ratio_threshold", "imported_at")
+    list_display = ("name", "version", "dsl", "dsl_ratio_threshold", "hidden_shape_budget_s",
+                    "hidden_release_quantum_s", "imported_at")
     # The fallback policy changes scores: it is set on the release's weights page, which
     # rescores every submission (and writes the audit log); not editable here.
     readonly_fields = ("content_sha256", "imported_at", "fallback_scores_zero")

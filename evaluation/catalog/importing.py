@@ -13,6 +13,11 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Max
 
+from evaluation.catalog.hidden_tier import (
+    has_generated_tier,
+    keyed_content_sha256,
+    release_with_generated_tier,
+)
 from evaluation.catalog.models import (
     HardwareProfile,
     HardwareProfileVersion,
@@ -58,12 +63,30 @@ def release_content_sha256(root: Path) -> str:
     return digest.hexdigest()
 
 
+def release_import(*, path: Path, name: str | None = None,
+                   hidden_secret: bytes | None = None) -> ImportSummary:
+    """Load, validate and store a release; importing the same content again changes nothing.
+
+    A release whose hidden tier is generated (data/hidden_tier.json) gets it from
+    `hidden_secret` (evaluation/catalog/hidden_tier.py); without one it has none, and the
+    summary warns. The same secret gives the same tier and the same content hash."""
+    if hidden_secret is None:
+        summary = _release_import(path=path, name=name, content=release_content_sha256(path))
+        if has_generated_tier(path):
+            summary.warnings.insert(0, "no hidden tier: this release's hidden shapes are drawn "
+                                    "from a secret at import, and none was given "
+                                    "(--hidden-secret-file; docs/admins.md)")
+        return summary
+    with release_with_generated_tier(path, hidden_secret) as generated:
+        return _release_import(path=generated.root, name=name,
+                               content=keyed_content_sha256(release_content_sha256(path),
+                                                            hidden_secret))
+
+
 @transaction.atomic
-def release_import(*, path: Path, name: str | None = None) -> ImportSummary:
-    """Load, validate and store a release; importing the same content again changes nothing."""
+def _release_import(*, path: Path, name: str | None, content: str) -> ImportSummary:
     loaded = load_release(path)  # raises ReleaseError before anything is written
     name = name or loaded.name
-    content = release_content_sha256(loaded.root)
     profiles, differences = [], {}
     for spec in loaded.hardware.values():
         profile, changes = hardware_profile_from_release(spec, release=name)

@@ -85,6 +85,16 @@ class Release(models.Model):
     generalisation_factor = models.FloatField(
         default=2.0, help_text="An operator's candidate 'does not generalise' when its S_op on "
         "the hidden shapes is below its public S_op divided by this factor.")
+    # The hidden tier without a clock (submissions/jobs.py, protocol.release_delay): a job's
+    # hidden results and its end are shown at a time fixed when its hidden shapes begin.
+    hidden_shape_budget_s = models.FloatField(
+        default=60.0, help_text="Seconds per hidden shape: a job's hidden tier is released "
+        "this many seconds per hidden shape after it began. Generous enough that honest "
+        "kernels finish within it (each tier waits for it on its GPU host).")
+    hidden_release_quantum_s = models.FloatField(
+        default=1800.0, help_text="Seconds: a hidden tier over its budget is released at the "
+        "next multiple of this past the budget. Larger: fewer release times, fewer bits a "
+        "team can read from the end of the job (docs/teams.md); 0: at the end itself.")
     imported_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -4,6 +4,11 @@ The worker needs the broker and nothing else: no database, no hidden files. It r
 through `publish`: progress after every shape, then the raw result, or a failure (the
 Celery task adds a heartbeat every `heartbeat_s` seconds).
 
+A job with hidden shapes ends no earlier than its hidden tier's release time
+(protocol.release_delay, from the moment its last public shape was reported): the worker
+reports at once (the portal holds what a team sees until then) and then waits, so that its
+next job, which a team may be watching, does not start when the hidden shapes really ended.
+
 A worker runs jobs back to back, so it keeps the sandboxed child for its next job started
 ahead (`warm_children`): a fresh process per candidate, whose imports, CUDA context and
 private root are paid while the previous job runs, not on the next job's clock. On an H200
@@ -18,6 +23,7 @@ import json
 import logging
 import socket
 import tempfile
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict
@@ -40,7 +46,16 @@ from evaluation.harness.release import (
 )
 from evaluation.harness.results import ShapeReport, json_safe
 from evaluation.harness.sandbox import HarnessError, SandboxSettings, WarmChildren
-from evaluation.protocol import SPEC_VERSION, EventKind, Failed, Progress, Report, Result, Started
+from evaluation.protocol import (
+    SPEC_VERSION,
+    EventKind,
+    Failed,
+    Progress,
+    Report,
+    Result,
+    Started,
+    release_delay,
+)
 
 Publish = Callable[[EventKind, dict[str, Any]], None]  # (event kind, payload)
 CheckStop = Callable[[], None]  # raises to abandon the run
@@ -86,6 +101,39 @@ def _hidden_shapes(spec: dict[str, Any]) -> tuple[ShapeSpec, ...]:
     except json.JSONDecodeError as exc:
         raise ReleaseError("job spec", "hidden_shapes_json", f"invalid JSON: {exc.msg}") from None
     return parse_shapes_document(document, "job spec hidden_shapes_json")
+
+
+class HiddenTierClock:
+    """When the job's hidden tier began (worker's clock), and how long the worker holds the
+    job after it ended: until protocol.release_delay past the start."""
+
+    def __init__(self, budget_s: float, quantum_s: float,
+                 clock: Callable[[], float] | None = None) -> None:
+        self.budget_s, self.quantum_s = budget_s, quantum_s
+        self.clock: Callable[[], float] = clock or (lambda: time.monotonic())
+        self.started: float | None = None
+
+    def start(self) -> None:
+        if self.started is None:
+            self.started = self.clock()
+
+    def hold_s(self) -> float:
+        """Seconds left to wait now, the hidden tier having ended (0: none began)."""
+        if self.started is None:
+            return 0.0
+        elapsed = self.clock() - self.started
+        return max(0.0, release_delay(elapsed, self.budget_s, self.quantum_s) - elapsed)
+
+
+def hold_until_release(clock: HiddenTierClock, check_stop: CheckStop | None,
+                       sleep: Callable[[float], None] | None = None) -> None:
+    """Wait out the hidden tier's release time, a second at a time: a stop (a cancel, the
+    portal's sweep) ends the wait, as it would a shape."""
+    deadline = clock.clock() + clock.hold_s()
+    while (left := deadline - clock.clock()) > 0:
+        if check_stop is not None:
+            check_stop()
+        (sleep or time.sleep)(min(left, 1.0))
 
 
 def run_ncu_profile_spec(spec: dict[str, Any], settings: SandboxSettings) -> dict[str, Any]:
@@ -151,6 +199,8 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
         return
     if warm is not None and warm.dsl != spec["dsl"]:
         warm = None  # the worker's children are started for its usual DSL
+    hidden_clock = HiddenTierClock(float(spec.get("hidden_budget_s") or 0),
+                                   float(spec.get("hidden_quantum_s") or 0))
     try:
         with tempfile.TemporaryDirectory(prefix="atrex-job-") as folder:
             operator_dir = Path(folder) / spec["operator"]["name"]
@@ -160,23 +210,29 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
                 (operator_dir / name).write_text(spec["operator"][key], encoding="utf-8")
             public = load_public_operator(operator_dir, Path(folder))
             hidden = _hidden_shapes(spec)
+            public_count = len(public.shapes)
             job = EvaluationRequest(
                 operator=public, candidate_source=spec["candidate_source"],
                 tolerance=Tolerance(**spec["tolerance"]), dsl=spec["dsl"],
                 dsl_ratio_threshold=spec["dsl_ratio_threshold"], seed=spec["seed"],
                 hidden_shapes=hidden)
             # The mode up front, so the portal can mark an interpreter run from its first shape.
-            report(Started(**ids, shapes_total=len(public.shapes) + len(hidden),
+            report(Started(**ids, shapes_total=public_count + len(hidden),
                            mode=evaluation_mode(device.split(":")[0])))
             stop_here()
+            if hidden and not public_count:
+                hidden_clock.start()
 
             def progress(shape: ShapeReport, done: int, total: int) -> None:
                 stop_here()  # a stopped run's last shape was cut short: not reported
                 report(Progress(**ids, done=done, total=total, shape=json_safe(asdict(shape))))
+                if hidden and done == public_count:
+                    hidden_clock.start()  # the hidden shapes come next
 
             result = evaluate(job, settings or EvaluationSettings(), progress, warm=warm)
     except (HarnessError, ReleaseError, OSError) as exc:
         report(Failed(**ids, reason=f"{type(exc).__name__}: {exc}", infrastructure=True))
+        hold_until_release(hidden_clock, check_stop)
         return
     except Exception as exc:
         if stopped and exc is stopped[-1]:
@@ -187,5 +243,7 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
         log.exception("job %s attempt %s: the evaluator failed", spec["job_id"], spec["attempt"])
         report(Failed(**ids, reason=f"the evaluator failed: {type(exc).__name__}: "
                                     f"{str(exc)[:1000]}", infrastructure=True))
+        hold_until_release(hidden_clock, check_stop)
         return
     report(Result(**ids, result=result.to_dict()))
+    hold_until_release(hidden_clock, check_stop)

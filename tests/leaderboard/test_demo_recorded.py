@@ -12,7 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from evaluation.catalog.models import Release
+from evaluation.catalog.models import Release, Shape
 from leaderboard.demo import RECORDED
 from submissions.models import ShapeResult
 from tests.factories import UserFactory
@@ -161,3 +161,20 @@ def test_a_folder_that_is_no_release_is_refused_before_anything_is_stored(tmp_pa
     with pytest.raises(CommandError, match="not an Atrex-Bench release folder"):
         call_command("setup_demo", "--public-release", str(tmp_path), stdout=io.StringIO())
     assert not Release.objects.exists()
+
+
+def test_the_demo_draws_the_starters_hidden_tier_from_a_secret_it_keeps_in_var(
+        settings: Any, tmp_path: Path) -> None:
+    settings.VAR_DIR = tmp_path
+    call_command("setup_demo", "--no-recorded", stdout=io.StringIO())
+    secret = tmp_path / "hidden-tier.secret"
+    assert secret.stat().st_mode & 0o777 == 0o600
+    starter = Release.objects.get(name="atrex-starter")
+    hidden = set(Shape.every_tier.filter(operator__release=starter, hidden=True)
+                 .values_list("shape_id", flat=True))
+    assert len(hidden) == 31
+    operator = Client().get(f"/api/boards/{starter.pk}/H200/operators/rms_norm/").json()
+    assert operator["hidden_shapes"] == 3
+    call_command("setup_demo", "--no-recorded", stdout=io.StringIO())  # the same secret again
+    assert list(Release.objects.filter(name="atrex-starter").values_list("version", flat=True)) \
+        == [starter.version]

@@ -34,7 +34,14 @@ from submissions.models import EvaluationJob, Submission
 from submissions.services import submission_create
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
-from tests.hidden_tier import HIDDEN_DEV, HIDDEN_WORDS, hidden_tier_release, report_job, shape_report
+from tests.hidden_tier import (
+    HIDDEN_DEV,
+    HIDDEN_WORDS,
+    hidden_tier_release,
+    report_job,
+    shape_report,
+    without_hold,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -66,7 +73,7 @@ def hidden_words() -> set[str]:
 @pytest.fixture
 def portal(tmp_path: Path, settings: Any) -> dict[str, Any]:
     settings.ATREX_SHAPE_FILTER = "dev-*"  # the hidden tier's dev-sized shape is evaluated
-    release = release_import(path=hidden_tier_release(tmp_path)).release
+    release = without_hold(release_import(path=hidden_tier_release(tmp_path)).release)
     weight_set_from_release(release)
     load_recorded_results(release)
     owner = Submission.objects.filter(release=release).order_by("pk").first()

@@ -36,6 +36,7 @@ from tests.hidden_tier import (
     hidden_tier_release,
     report_job,
     shape_report,
+    without_hold,
 )
 
 pytestmark = pytest.mark.django_db
@@ -48,7 +49,7 @@ def release(tmp_path: Path) -> Release:
     imported = release_import(path=hidden_tier_release(tmp_path))
     assert imported.hidden_shapes == 2
     weight_set_from_release(imported.release)
-    return imported.release
+    return without_hold(imported.release)
 
 
 def submit(release: Release, team: Any = None, *, mode: str = "ranked",
@@ -115,7 +116,8 @@ def test_a_ranked_job_runs_the_hidden_shapes_last_and_never_in_the_candidates_sh
     assert "3 shapes (1 of them hidden)" in text
     assert "Hidden shapes: 1 of 1 evaluated, 1 passed" in text
     api = client.get(f"/api/submissions/{job.candidate.submission_id}/").json()
-    assert api["jobs"][0]["hidden_shapes"] == {"shapes": 1, "evaluated": 1, "passed": 1}
+    assert api["jobs"][0]["hidden_shapes"] == {"shapes": 1, "evaluated": 1, "passed": 1,
+                                             "held": False}
     assert [r["shape_id"] for r in api["jobs"][0]["results"]] == ["dev-t4-h256", "dev-t3-h200"]
     assert api["outcome"]["shapes"] == 2  # the outcome counts what the team can see
     for body, where in ((page.content, "page"), (json.dumps(api).encode(), "API")):

@@ -28,7 +28,13 @@ from submissions.ncu import record_ncu_profile
 from submissions.services import submission_create
 from tests.conftest import REPO, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
-from tests.hidden_tier import HIDDEN_DEV, hidden_tier_release, report_job, shape_report
+from tests.hidden_tier import (
+    HIDDEN_DEV,
+    hidden_tier_release,
+    report_job,
+    shape_report,
+    without_hold,
+)
 from tests.world import World, build_world, extended
 
 RECORDED = json.loads((Path(__file__).parents[1] / "evaluation" / "data" / "ncu" /
@@ -45,7 +51,8 @@ class ProfiledWorld(World):
 def world(tmp_path: Path, settings: Any) -> ProfiledWorld:
     """The shared world on a release with a hidden tier."""
     settings.ATREX_SHAPE_FILTER = "dev-*"
-    world = build_world(release=release_import(path=hidden_tier_release(tmp_path)).release)
+    world = build_world(release=without_hold(
+        release_import(path=hidden_tier_release(tmp_path)).release))
     with mock.patch("submissions.jobs.current_app.send_task"):
         submission = submission_create(team=world.red, user=None, release=world.release,
                                        hardware=world.h200, filename="rms_norm.py", data=NATIVE)
@@ -133,7 +140,7 @@ def test_a_recorded_h200_result_is_shown_per_kernel_on_the_page_and_the_api(
 def test_atrex_profile_ncu_asks_and_prints_the_counters(live_server: Any, tmp_path: Path,
                                                         settings: Any) -> None:
     settings.ATREX_SHAPE_FILTER = "dev-*"
-    release: Release = release_import(path=hidden_tier_release(tmp_path)).release
+    release: Release = without_hold(release_import(path=hidden_tier_release(tmp_path)).release)
     team = TeamFactory(name="Cli")
     _, token = token_create(team=team, name="cli", created_by=member_of(team, "cli-user"))
     with mock.patch("submissions.jobs.current_app.send_task"):

@@ -1,4 +1,9 @@
-"""python manage.py import_release PATH [--name NAME]: catalog rows and the release's weights.
+"""python manage.py import_release PATH [--name NAME] [--hidden-secret-file FILE]: catalog rows
+and the release's weights.
+
+A release whose hidden tier is generated (the starter: data/hidden_tier.json) draws it from
+the secret in FILE (the admin's, mode 0600, never in the repository); the same secret gives
+the same tier, so importing again changes nothing (evaluation/catalog/hidden_tier.py).
 
 Lives in the leaderboard app because it also creates the release's first weight set.
 """
@@ -11,6 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from evaluation.catalog.hidden_tier import HiddenSecretError, read_secret
 from evaluation.catalog.importing import release_import
 from evaluation.harness.release import ReleaseError
 from leaderboard.services import weight_set_from_release
@@ -22,13 +28,19 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", type=Path)
         parser.add_argument("--name", default=None)
+        parser.add_argument("--hidden-secret-file", type=Path, default=None, metavar="FILE",
+                            help="the secret the release's generated hidden tier is drawn from "
+                                 "(at least 16 bytes, readable by its owner only)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
+            secret = (read_secret(options["hidden_secret_file"])
+                      if options["hidden_secret_file"] is not None else None)
             with transaction.atomic():  # the catalog rows and the first weights, or nothing
-                summary = release_import(path=options["path"], name=options["name"])
+                summary = release_import(path=options["path"], name=options["name"],
+                                         hidden_secret=secret)
                 weights = weight_set_from_release(summary.release)
-        except ReleaseError as exc:
+        except (ReleaseError, HiddenSecretError) as exc:
             raise CommandError(f"release not imported: {exc}") from exc
         verb = "imported" if summary.created else "already imported, unchanged:"
         self.stdout.write(f"{verb} {summary.release} — {summary.operators} operators, "

@@ -6,7 +6,10 @@ Unless --no-recorded, their boards hold results recorded on an H200 by the proje
 (leaderboard/demo.py): the sample candidates in each DSL as teams on the fixture's boards,
 with a second, trace-derived weight version there; the starter's reference baselines beside
 its boards. --public-release PATH (or ATREX_PUBLIC_RELEASE) also imports the public
-Atrex-Bench release from PATH, unchanged, with its recorded PyTorch-eager baseline."""
+Atrex-Bench release from PATH, unchanged, with its recorded PyTorch-eager baseline.
+
+The starter's hidden tier is drawn from a secret made at the first set-up and kept in
+var/hidden-tier.secret (0600): the demo's boards show a hidden tier that no checkout holds."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from evaluation.catalog.hidden_tier import has_generated_tier, secret_file_ensure
 from evaluation.catalog.importing import release_import
 from leaderboard.demo import (
     load_recorded_public_baseline,
@@ -32,6 +36,7 @@ from portal.env import env_str
 RELEASES = Path(settings.BASE_DIR) / "evaluation" / "releases"
 STARTER, FIXTURE = RELEASES / "atrex-starter", RELEASES / "atrex-fixture"
 DEMO_USER, DEMO_PASSWORD = "demo", "demo-password"
+HIDDEN_SECRET_FILE = "hidden-tier.secret"  # under the var folder (ATREX_VAR_DIR)
 
 
 class Command(BaseCommand):
@@ -49,12 +54,15 @@ class Command(BaseCommand):
         if public is not None and not (public / "data" / "operator_importance.json").is_file():
             raise CommandError(f"{public} is not an Atrex-Bench release folder "
                                "(no data/operator_importance.json); nothing was loaded")
+        secret = secret_file_ensure(Path(settings.VAR_DIR) / HIDDEN_SECRET_FILE)
         for path in (STARTER, FIXTURE):
             with transaction.atomic():
-                summary = release_import(path=path)
+                summary = release_import(path=path, hidden_secret=secret
+                                         if has_generated_tier(path) else None)
                 weight_set_from_release(summary.release)
+            hidden = f", {summary.hidden_shapes} hidden" if summary.hidden_shapes else ""
             self.stdout.write(f"release: {summary.release} ({summary.operators} operators, "
-                              f"{summary.shapes} shapes)")
+                              f"{summary.shapes} shapes{hidden})")
             if not options["no_recorded"]:
                 self._recorded(path, summary.release)
         if public is not None:
