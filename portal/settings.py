@@ -140,7 +140,8 @@ REST_FRAMEWORK = {
         "portal.accounts.auth.TeamTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    # Read-only team tokens may only read (portal/accounts/auth.py); views ask for more.
+    "DEFAULT_PERMISSION_CLASSES": ["portal.accounts.auth.TokenScopePermission"],
     "EXCEPTION_HANDLER": "portal.api_errors.exception_handler",
     # Requests a minute per scope, counted in the cache above (portal/throttles.py). At 0 every
     # request of the scope is refused; a negative number has no meaning, so start-up stops.
