@@ -141,7 +141,7 @@ class ReleaseOperatorsApi(APIView):
         release = get_object_or_404(Release, pk=pk)
         data = [{"name": op.name, "shape_count": op.shape_count, "files": public_files(op),
                  "tolerance": operator_tolerance(op)}
-                for op in operators_public(release).select_related("hidden")]
+                for op in operators_public(release).prefetch_related("hidden")]
         return Response(OperatorOut(data, many=True).data)
 
 
