@@ -29,6 +29,7 @@ import argparse
 import functools
 import hashlib
 import io
+import logging
 import time
 import zipfile
 from collections.abc import Callable
@@ -127,7 +128,11 @@ class PortalTokenVerifier:
 
 def build_server(api_of_call: Callable[[], Api], **options: Any) -> MCPServer:
     """The tools, each calling the portal through `api_of_call()` (the caller's token)."""
-    server = MCPServer("atrex-portal", instructions=INSTRUCTIONS, **options)
+    # Warnings only: over stdio the log goes to the agent's stderr, and an INFO line per
+    # HTTP request to the portal says nothing it needs.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    server = MCPServer("atrex-portal", instructions=INSTRUCTIONS, log_level="WARNING",
+                       **options)
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     async def call(work: Callable[[Api], Any]) -> Any:
