@@ -216,6 +216,8 @@ ATREX_NCU_PROFILES_PER_DAY = env_int("ATREX_NCU_PROFILES_PER_DAY", 5, minimum=0)
 # Upload limits (issue 3 §4); configurable per deployment.
 ATREX_UPLOAD_MAX_FILE_BYTES = env_int("ATREX_UPLOAD_MAX_FILE_BYTES", 1024 * 1024, minimum=1)
 ATREX_UPLOAD_MAX_FILES = env_int("ATREX_UPLOAD_MAX_FILES", 64, minimum=1)
+# The longest a long poll (GET /api/submissions/ID/?wait=S) holds a web thread, seconds.
+ATREX_LONG_POLL_MAX_SECONDS = env_int("ATREX_LONG_POLL_MAX_SECONDS", 60, minimum=0)
 ATREX_UPLOAD_MAX_TOTAL_BYTES = env_int("ATREX_UPLOAD_MAX_TOTAL_BYTES", 8 * 1024 * 1024, minimum=1)
 
 # Links the portal sends out (a team's webhook carries them): the address teams reach it at.

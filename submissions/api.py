@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any, NoReturn
 
+from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotAuthenticated, PermissionDenied, Throttled
@@ -280,14 +281,14 @@ def _require_principal(request: ViewerApiRequest) -> None:
         acting_team(request)
 
 
-MAX_WAIT_S = 60.0  # a long poll holds a web thread: at most this long per request
 WAIT_POLL_S = 0.5
 
 
 class WaitIn(serializers.Serializer[Any]):
     wait = serializers.FloatField(required=False, min_value=0, help_text=(
-        f"long poll: answer as soon as the evaluation has settled (every job ended, its score "
-        f"computed), or after this many seconds (at most {MAX_WAIT_S:.0f}), whichever first"))
+        "long poll: answer as soon as the evaluation has settled (every job ended, its score "
+        "computed), or after this many seconds (at most 60, the deployment's "
+        "ATREX_LONG_POLL_MAX_SECONDS), whichever first"))
 
 
 class SubmissionDetailApi(APIView):
@@ -297,7 +298,8 @@ class SubmissionDetailApi(APIView):
         submission = visible_submission(request, pk)
         query = WaitIn(data=request.query_params)
         query.is_valid(raise_exception=True)
-        deadline = time.monotonic() + min(query.validated_data.get("wait", 0.0), MAX_WAIT_S)
+        deadline = time.monotonic() + min(query.validated_data.get("wait", 0.0),
+                                          float(settings.ATREX_LONG_POLL_MAX_SECONDS))
         # Polling the database here rather than the client polling the portal: one request
         # per evaluation instead of one a second (sleeps hold no database connection open
         # beyond the request's own).
