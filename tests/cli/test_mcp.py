@@ -84,7 +84,8 @@ def http_mcp(server: str, tmp_path: Path) -> Iterator[str]:
                 break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the MCP server did not start:\n{log.read_text()}")
+                    raise RuntimeError(f"the MCP server did not start:\n{log.read_text()}") \
+                        from None
                 time.sleep(0.3)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
