@@ -259,10 +259,14 @@ def cmd_login(args: argparse.Namespace, err: Console) -> int:
         raise AuthError("no token given")
     quota = Api(config.server, token, timeout_s=args.http_timeout).get_json("/api/quota/",
                                                                             team=True)
+    try:
+        scope = portal.token_info(Api(config.server, token, timeout_s=args.http_timeout))["scope"]
+    except NotFound:  # a portal from before token scopes
+        scope = "full"
     path = config_path()
     write_config(path, {**read_config_file(path), "server": config.server, "token": token})
-    err.print(f"signed in to {config.server} as team {quota['team']}; token stored in {path} "
-              "(mode 0600)")
+    err.print(f"signed in to {config.server} as team {quota['team']} (token scope: {scope}); "
+              f"token stored in {path} (mode 0600)")
     return EXIT_OK
 
 
