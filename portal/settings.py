@@ -140,8 +140,11 @@ REST_FRAMEWORK = {
         "portal.accounts.auth.TeamTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    # Read-only team tokens may only read (portal/accounts/auth.py); views ask for more.
-    "DEFAULT_PERMISSION_CLASSES": ["portal.accounts.auth.TokenScopePermission"],
+    # Anyone may ask (views decide who sees what; AllowAny also tells the schema that
+    # credentials are optional), but a read-only team token may only read
+    # (portal/accounts/auth.py); views ask for more where an action needs it.
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny",
+                                   "portal.accounts.auth.TokenScopePermission"],
     "EXCEPTION_HANDLER": "portal.api_errors.exception_handler",
     # Requests a minute per scope, counted in the cache above (portal/throttles.py). At 0 every
     # request of the scope is refused; a negative number has no meaning, so start-up stops.
