@@ -27,6 +27,15 @@ EXIT_WAIT_TIMEOUT = 10  # --wait gave up after --wait-timeout seconds
 EXIT_HARNESS = 11  # evaluate-local: the harness itself failed
 EXIT_NOT_EVALUATED = 12  # submit --wait, status: ended before any shape was evaluated
 #                          (outcome "cancelled", or "lost" to an infrastructure failure)
+EXIT_NOT_STRICT = 13  # --strict: the evaluation ended with a shape not correct and native
+
+# What each exit code is, as the JSON on stdout names it ({"error": {"kind": ...}}).
+EXIT_KINDS = {EXIT_OK: "ok", EXIT_USAGE: "usage", EXIT_AUTH: "auth",
+              EXIT_NOT_FOUND: "not-found", EXIT_REJECTED: "rejected", EXIT_QUOTA: "quota",
+              EXIT_UNREACHABLE: "unreachable", EXIT_SERVER: "server",
+              EXIT_EVALUATION_FAILED: "evaluation-failed", EXIT_WAIT_TIMEOUT: "wait-timeout",
+              EXIT_HARNESS: "harness", EXIT_NOT_EVALUATED: "not-evaluated",
+              EXIT_NOT_STRICT: "not-strict", 130: "interrupted"}
 
 
 class CliError(Exception):
@@ -107,16 +116,18 @@ class Api:
         return self._send("GET", self.url(path, params), self._headers(team))
 
     def post_multipart(self, path: str, fields: dict[str, str], filename: str, content: bytes,
-                       progress: ProgressCallback | None = None) -> Any:
+                       progress: ProgressCallback | None = None,
+                       headers: dict[str, str] | None = None) -> Any:
         # A file object, not the bytes: httpx reads it in chunks, so the progress moves.
         upload = (filename, _ProgressReader(content, progress), "application/octet-stream")
-        data = self._send("POST", self.url(path), self._headers(team=True), fields,
-                          {"file": upload})
+        data = self._send("POST", self.url(path), {**self._headers(team=True), **(headers or {})},
+                          fields, {"file": upload})
         return _json(data, path)
 
-    def post_form(self, path: str, fields: dict[str, str]) -> Any:
+    def post_form(self, path: str, fields: dict[str, str] | None = None) -> Any:
         """A team's form POST (application/x-www-form-urlencoded), its JSON answer."""
-        return _json(self._send("POST", self.url(path), self._headers(team=True), fields), path)
+        return _json(self._send("POST", self.url(path), self._headers(team=True), fields or {}),
+                     path)
 
     def _headers(self, team: bool) -> dict[str, str]:
         headers = {"Accept": "application/json", "User-Agent": "atrex-cli"}

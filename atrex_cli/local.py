@@ -8,6 +8,8 @@ Triton's interpreter, like `python -m evaluation` and the portal's CPU workers.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +61,16 @@ def evaluate_local(run: LocalRun, console: Console) -> bool:
     if dsl not in accepted:
         raise CliError(f"--dsl {dsl}: {release.root.name} accepts {', '.join(accepted)}")
     job = local_request(release, operator, source, shape_ids, dsl)
+    tolerance = bundle_tolerance(run.release, run.operator)
+    if tolerance is not None and operator.metadata is None:
+        # A bundle has no metadata.json: the portal's own tolerance came in tolerances.json.
+        from evaluation.harness.release import Tolerance
+
+        job = dataclasses.replace(job, tolerance=Tolerance(**tolerance))
+    console.print(f"tolerance: atol {job.tolerance.atol:g}, rtol {job.tolerance.rtol:g}"
+                  + (" (the portal's, from the bundle)" if tolerance and operator.metadata is None
+                     else " (from metadata.json)" if operator.metadata is not None
+                     else " (the harness's default: no tolerances.json here)"))
     settings = EvaluationSettings(trials=run.trials, compile_timeout_s=run.timeout_s,
                                   device=device)
     try:
@@ -81,6 +93,21 @@ def evaluate_local(run: LocalRun, console: Console) -> bool:
         run.json_out.write_text(result.to_json())
         console.print(f"result written to {run.json_out}")
     return native == total
+
+
+def bundle_tolerance(release_dir: Path, operator: str) -> dict[str, float] | None:
+    """The operator's tolerance in a bundle's tolerances.json (`atrex bundle` writes it:
+    the portal's own atol and rtol), None without one."""
+    path = release_dir / "tolerances.json"
+    if not path.is_file():
+        return None
+    try:
+        found = json.loads(path.read_text(encoding="utf-8")).get(operator)
+        if found is None:
+            return None
+        return {"atol": float(found["atol"]), "rtol": float(found["rtol"])}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CliError(f"{path}: cannot read the tolerances ({exc})") from None
 
 
 def checked_source(path: Path) -> str:

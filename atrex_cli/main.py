@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import time
+import uuid
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,10 +34,12 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from atrex_cli import iteration, portal
+from atrex_cli import iteration, portal, submissions
 from atrex_cli.client import (
     EXIT_EVALUATION_FAILED,
+    EXIT_KINDS,
     EXIT_NOT_EVALUATED,
+    EXIT_NOT_STRICT,
     EXIT_OK,
     EXIT_USAGE,
     EXIT_WAIT_TIMEOUT,
@@ -44,6 +47,7 @@ from atrex_cli.client import (
     AuthError,
     CliError,
     NotFound,
+    Unreachable,
 )
 from atrex_cli.config import ConfigError, config_path, read_config_file, resolve, write_config
 from atrex_cli.terminal import api_from_args, console, print_json
@@ -66,6 +70,9 @@ EXIT_CODES = """exit codes:
                                 12  submit --wait / status: the evaluation ended before
                                     any shape was evaluated (cancelled, or lost to an
                                     infrastructure failure): submit again
+                                13  --strict: it ended with a shape not correct and native
+With --format json (or --json) every outcome is JSON on stdout, errors included:
+{"error": {"kind", "message", "exit_code"}}.
 token: $ATREX_TOKEN or `atrex login`; server: --server, $ATREX_SERVER. See docs/cli.md."""
 
 
@@ -109,10 +116,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the kernels' DSL: one for every file (triton, gluon, cute) or per "
                              "file, e.g. rms_norm=cute,silu_and_mul=triton (default: the "
                              "release's first accepted DSL)")
-    submit.add_argument("--agent", default="")
-    submit.add_argument("--model", default="")
-    submit.add_argument("--tokens", type=int, default=None, help="output tokens the agent spent")
+    submit.add_argument("--agent", default="", help="the agent that wrote it")
+    submit.add_argument("--model", default="", help="the model behind the agent")
+    submit.add_argument("--harness", default="",
+                        help="the agent harness, e.g. claude-code, codex, atrex-loop")
+    submit.add_argument("--tokens", "--tokens-out", dest="tokens", type=int, default=None,
+                        help="output tokens the agent spent")
+    submit.add_argument("--tokens-in", type=int, default=None, help="input tokens it read")
     submit.add_argument("--notes", default="")
+    submit.add_argument("--idempotency-key", default=None, metavar="KEY",
+                        help="sent as Idempotency-Key (default: a new random one): the upload "
+                             "is retried after a lost connection with the same key, and the "
+                             "portal never makes two submissions of one key")
     submit.add_argument("--check", action="store_true",
                         help="a check: evaluated like any submission (on a GPU: timed), never "
                              "ranked; uses the team's daily check quota")
@@ -161,7 +176,30 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seconds for compile + correctness of one shape")
     local.add_argument("--json", type=Path, default=None, help="write the result JSON here")
     iteration.add_parsers(commands, common)  # history, compare
+    submissions.add_parsers(commands, common)  # cancel, submissions
+    from atrex_cli import loop
+
+    loop.add_parser(commands, common)
+    _mcp_parser(commands, common)
     return parser
+
+
+def _mcp_parser(commands: Any, common: argparse.ArgumentParser) -> None:
+    """`atrex mcp` (atrex_cli/mcp_server.py, which imports the MCP SDK only when it runs)."""
+    mcp = commands.add_parser(
+        "mcp", parents=[common],
+        help="serve the portal's tools over MCP (stdio for a local agent; --http for all)")
+    mcp.add_argument("--http", action="store_true",
+                     help="serve streamable HTTP at /mcp instead of stdio; callers send "
+                          "their own team token")
+    mcp.add_argument("--host", default="127.0.0.1")
+    mcp.add_argument("--port", type=int, default=8001)
+    mcp.add_argument("--upstream", default=None,
+                     help="with --http: the portal's URL as this process reaches it "
+                          "(default: --server)")
+    mcp.add_argument("--public-url", default=None,
+                     help="with --http: the MCP endpoint's URL as clients reach it (default "
+                          "http://HOST:PORT/mcp)")
 
 
 def _wait_options(parser: argparse.ArgumentParser) -> None:
@@ -174,6 +212,9 @@ def _wait_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", dest="format", action="store_const", const="json",
                         help="the same as --format json (the submission, its score and its "
                              "per-shape profile)")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 13 unless the evaluation ended with every shape correct "
+                             "and native (an agent's loop: a fallback is not a success)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -185,14 +226,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args, err)
     except CliError as exc:
-        err.print(Text.assemble(("error:", "red"), f" {exc}"))
-        return exc.exit_code
+        return _failed(args, err, str(exc), exc.exit_code)
     except ConfigError as exc:
-        err.print(Text.assemble(("error:", "red"), f" {exc}"))
-        return EXIT_USAGE
+        return _failed(args, err, str(exc), EXIT_USAGE)
     except KeyboardInterrupt:
         err.print("interrupted")
-        return 130
+        return _failed(args, None, "interrupted", 130)
+
+
+def wants_json(args: argparse.Namespace) -> bool:
+    return getattr(args, "format", None) == "json" or getattr(args, "json", None) is True
+
+
+def _failed(args: argparse.Namespace, err: Console | None, message: str, code: int) -> int:
+    """The message on stderr; with --format json also the error as JSON on stdout, so that
+    an agent reading stdout gets JSON for every outcome."""
+    if err is not None:
+        err.print(Text.assemble(("error:", "red"), f" {message}"))
+    if wants_json(args):
+        print_json({"error": {"kind": EXIT_KINDS.get(code, "error"), "message": message,
+                              "exit_code": code}})
+    return code
 
 
 def cmd_login(args: argparse.Namespace, err: Console) -> int:
@@ -205,10 +259,14 @@ def cmd_login(args: argparse.Namespace, err: Console) -> int:
         raise AuthError("no token given")
     quota = Api(config.server, token, timeout_s=args.http_timeout).get_json("/api/quota/",
                                                                             team=True)
+    try:
+        scope = portal.token_info(Api(config.server, token, timeout_s=args.http_timeout))["scope"]
+    except NotFound:  # a portal from before token scopes
+        scope = "full"
     path = config_path()
     write_config(path, {**read_config_file(path), "server": config.server, "token": token})
-    err.print(f"signed in to {config.server} as team {quota['team']}; token stored in {path} "
-              "(mode 0600)")
+    err.print(f"signed in to {config.server} as team {quota['team']} (token scope: {scope}); "
+              f"token stored in {path} (mode 0600)")
     return EXIT_OK
 
 
@@ -311,6 +369,11 @@ def cmd_submit(args: argparse.Namespace, err: Console) -> int:
         fields["mode"] = "check"
     if args.tokens is not None:
         fields["output_tokens"] = str(args.tokens)
+    if args.tokens_in is not None:
+        fields["input_tokens"] = str(args.tokens_in)
+    if args.harness:
+        fields["harness"] = args.harness
+    key = args.idempotency_key or f"atrex-{uuid.uuid4().hex}"
     if not err.is_terminal:
         err.print(f"uploading {filename} ({len(content)} bytes)")
     with Progress(TextColumn("uploading {task.fields[name]}"), BarColumn(), DownloadColumn(),
@@ -322,7 +385,7 @@ def cmd_submit(args: argparse.Namespace, err: Console) -> int:
             bar.update(task, completed=done, total=total)
 
         try:
-            created = api.post_multipart("/api/submissions/", fields, filename, content, sent)
+            created = upload_once(api, fields, filename, content, key, err, sent)
         except NotFound as exc:
             raise NotFound(f"{exc} (is --hardware {args.hardware!r} a hardware profile of this "
                            "portal? a release's page lists them)") from None
@@ -339,13 +402,34 @@ def cmd_submit(args: argparse.Namespace, err: Console) -> int:
     return _follow(api, created["id"], args, err)
 
 
+UPLOAD_RETRIES = (1.0, 3.0, 9.0)  # seconds before each retry of a lost upload
+
+
+def upload_once(api: Api, fields: dict[str, str], filename: str, content: bytes, key: str,
+                err: Console, sent: Any = None) -> dict[str, Any]:
+    """POST the upload with an Idempotency-Key, again with the same key when the connection
+    fails (the answer may have been lost after the portal made it): at most one submission."""
+    for pause in (*UPLOAD_RETRIES, None):
+        try:
+            created: dict[str, Any] = api.post_multipart(
+                "/api/submissions/", fields, filename, content, sent,
+                headers={"Idempotency-Key": key})
+            return created
+        except Unreachable as exc:
+            if pause is None:
+                raise
+            err.print(f"{exc}; trying again in {pause:.0f} s with the same idempotency key")
+            time.sleep(pause)
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
 def cmd_status(args: argparse.Namespace, err: Console) -> int:
     api = api_from_args(args)
     if args.wait:
         return _follow(api, args.id, args, err)
     detail = portal.submission(api, args.id)
     _report(api, detail, args.format)
-    return outcome_exit_code(detail)
+    return outcome_exit_code(detail, strict=args.strict)
 
 
 def cmd_profile(args: argparse.Namespace, err: Console) -> int:
@@ -444,17 +528,35 @@ def _follow(api: Api, submission_id: int, args: argparse.Namespace, err: Console
             if deadline is not None and time.monotonic() > deadline:
                 err.print(f"still {detail['status']} after {args.wait_timeout:.0f} s; "
                           f"`atrex status {submission_id} --wait` follows it again")
+                if args.format == "json":  # the id and the state so far, for the agent
+                    print_json({**detail, "wait_timed_out": True})
                 return EXIT_WAIT_TIMEOUT
-            time.sleep(args.interval)
-            detail = portal.submission(api, submission_id)
+            # A long poll: the portal answers as soon as the evaluation settles, else after
+            # the interval (older portals ignore `wait` and answer at once: then sleep).
+            asked = time.monotonic()
+            detail = portal.submission(api, submission_id, wait=args.interval)
+            time.sleep(max(0.0, args.interval - (time.monotonic() - asked))
+                       if _jobs_active(detail) else 0.0)
     _report(api, detail, args.format)
-    return outcome_exit_code(detail)
+    return outcome_exit_code(detail, strict=args.strict)
 
 
-def outcome_exit_code(detail: dict[str, Any]) -> int:
+def outcome_exit_code(detail: dict[str, Any], strict: bool = False) -> int:
     """0 unless the evaluation ended with no shape correct: 9 when shapes were evaluated
     and failed (the kernel's doing), 12 when it ended before any shape was (cancelled, or an
-    infrastructure failure: submit again). Still running: 0."""
+    infrastructure failure: submit again). Still running: 0. `strict`: 13 when it ended
+    with any shape not correct and native (the interpreter's unverified-cpu counts as
+    native there: it saw no foreign work, and the CPU cannot see more)."""
+    code = _outcome_code(detail)
+    outcome = detail.get("outcome") or {}
+    if (strict and code == EXIT_OK and outcome.get("status") not in ("queued", "running")
+            and not (outcome.get("shapes") and outcome.get("correct") == outcome.get("shapes")
+                     == outcome.get("native"))):
+        return EXIT_NOT_STRICT
+    return code
+
+
+def _outcome_code(detail: dict[str, Any]) -> int:
     outcome = detail.get("outcome")
     if outcome is None:  # a portal from before the outcome field: what its jobs say
         ended = not _jobs_active(detail)
@@ -631,8 +733,21 @@ def _cache_dir() -> Path:
     return Path(base) / "atrex" / "bundles"
 
 
+def _loop(args: argparse.Namespace, err: Console) -> int:
+    from atrex_cli.loop import cmd_loop
+
+    return cmd_loop(args, err)
+
+
+def _mcp(args: argparse.Namespace, err: Console) -> int:
+    from atrex_cli.mcp_server import cmd_mcp
+
+    return cmd_mcp(args, err)
+
+
 COMMANDS = {"login": cmd_login, "logout": cmd_logout, "quota": cmd_quota,
             "problems": cmd_problems, "bundle": cmd_bundle, "submit": cmd_submit,
             "status": cmd_status, "profile": cmd_profile, "leaderboard": cmd_leaderboard,
             "evaluate-local": cmd_evaluate_local, "history": iteration.cmd_history,
-            "compare": iteration.cmd_compare}
+            "compare": iteration.cmd_compare, "cancel": submissions.cmd_cancel,
+            "submissions": submissions.cmd_submissions, "loop": _loop, "mcp": _mcp}

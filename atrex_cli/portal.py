@@ -90,8 +90,12 @@ def _safe_member(name: str) -> PurePosixPath:
     return path
 
 
-def submission(api: Api, submission_id: int) -> dict[str, Any]:
-    found: dict[str, Any] = api.get_json(f"/api/submissions/{submission_id}/", team=True)
+def submission(api: Api, submission_id: int, wait: float = 0.0) -> dict[str, Any]:
+    """The submission; `wait` > 0 long-polls: the portal answers once the evaluation has
+    settled or after `wait` seconds (at most 60)."""
+    params = {"wait": f"{min(wait, 60.0):g}"} if wait > 0 else None
+    found: dict[str, Any] = api.get_json(f"/api/submissions/{submission_id}/", params,
+                                         team=True)
     return found
 
 
@@ -142,4 +146,29 @@ def operator_history(api: Api, operator: str, params: dict[str, str]) -> dict[st
 def compare(api: Api, a: int, b: int) -> dict[str, Any]:
     """Submission B against A: per shape and operator, with each operator's source diff."""
     found: dict[str, Any] = api.get_json(f"/api/submissions/{a}/compare/{b}/", team=True)
+    return found
+
+
+def submissions(api: Api) -> list[dict[str, Any]]:
+    """The team's newest submissions (at most 100), newest first."""
+    found: list[dict[str, Any]] = api.get_json("/api/submissions/", team=True)
+    return found
+
+
+def cancel(api: Api, submission_id: int) -> dict[str, Any]:
+    done: dict[str, Any] = api.post_form(f"/api/submissions/{submission_id}/cancel/")
+    return done
+
+
+def problem(api: Api, release: dict[str, Any], operator: str) -> dict[str, Any]:
+    """One operator as a problem: files, tolerance, shapes with their public labels, the
+    hardware profiles' peaks."""
+    path = f"/api/releases/{release['id']}/operators/{urllib.parse.quote(operator, safe='')}/"
+    found: dict[str, Any] = api.get_json(path)
+    return found
+
+
+def token_info(api: Api) -> dict[str, Any]:
+    """The team, name and scope of the client's token."""
+    found: dict[str, Any] = api.get_json("/api/token/", team=True)
     return found

@@ -64,7 +64,17 @@ def operator_history(*, team: Team, operator: str, release: Release | None = Non
                         "source_changed": previous is None
                         or previous["sha256"] != job.candidate.sha256})
     return {"team": team.name, "operator": operator, "entries": entries,
-            "truncated": len(newest) > limit}
+            "best": best_entry(entries), "truncated": len(newest) > limit}
+
+
+def best_entry(entries: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The history's best entry, in the board's order: the higher S_op, then the higher share
+    of correct shapes, then the newer. "Not timed" (a CPU check) is no score, not 0: a
+    correct untimed entry beats one whose every shape failed, and one with no correct shape
+    is never the best."""
+    correct = [e for e in entries if e["correct"] > 0]
+    return max(correct, key=lambda e: (e["s_op"] or 0.0, e["correct"] / max(e["shapes_total"], 1),
+                                       e["created_at"]), default=None)
 
 
 def history_targets(team: Team, operator: str) -> list[dict[str, Any]]:

@@ -68,6 +68,10 @@ class HistoryOut(serializers.Serializer[Any]):
     team = serializers.CharField()
     operator = serializers.CharField()
     entries = HistoryEntryOut(many=True, help_text="oldest to newest")
+    best = HistoryEntryOut(allow_null=True, help_text=(
+        "the best entry: the higher S_op, then the higher share of correct shapes, then the "
+        "newer; never one with no correct shape (null then); a correct entry without a GPU "
+        "time beats a failed one"))
     truncated = serializers.BooleanField(help_text="older entries left out")
 
 

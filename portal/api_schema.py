@@ -19,8 +19,10 @@ VALIDATION_ERROR = {"type": "object", "properties": {"detail": {"type": "string"
 WHY = {
     400: "The request is malformed or the upload is rejected; the body says why.",
     401: "No credentials, or an invalid or revoked team token.",
-    403: "Signed in, but not a member of any team.",
+    403: "Signed in, but not a member of any team; or a team token whose scope (read-only, "
+         "checks only) does not allow this.",
     404: "No such object, or not yours to see.",
+    409: "The Idempotency-Key was used for a different upload.",
     429: "Over a rate limit or quota; Retry-After says when to try again.",
 }
 

@@ -140,7 +140,11 @@ REST_FRAMEWORK = {
         "portal.accounts.auth.TeamTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    # Anyone may ask (views decide who sees what; AllowAny also tells the schema that
+    # credentials are optional), but a read-only team token may only read
+    # (portal/accounts/auth.py); views ask for more where an action needs it.
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny",
+                                   "portal.accounts.auth.TokenScopePermission"],
     "EXCEPTION_HANDLER": "portal.api_errors.exception_handler",
     # Requests a minute per scope, counted in the cache above (portal/throttles.py). At 0 every
     # request of the scope is refused; a negative number has no meaning, so start-up stops.
@@ -215,6 +219,8 @@ ATREX_NCU_PROFILES_PER_DAY = env_int("ATREX_NCU_PROFILES_PER_DAY", 5, minimum=0)
 # Upload limits (issue 3 §4); configurable per deployment.
 ATREX_UPLOAD_MAX_FILE_BYTES = env_int("ATREX_UPLOAD_MAX_FILE_BYTES", 1024 * 1024, minimum=1)
 ATREX_UPLOAD_MAX_FILES = env_int("ATREX_UPLOAD_MAX_FILES", 64, minimum=1)
+# The longest a long poll (GET /api/submissions/ID/?wait=S) holds a web thread, seconds.
+ATREX_LONG_POLL_MAX_SECONDS = env_int("ATREX_LONG_POLL_MAX_SECONDS", 60, minimum=0)
 ATREX_UPLOAD_MAX_TOTAL_BYTES = env_int("ATREX_UPLOAD_MAX_TOTAL_BYTES", 8 * 1024 * 1024, minimum=1)
 
 # Links the portal sends out (a team's webhook carries them): the address teams reach it at.

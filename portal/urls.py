@@ -75,6 +75,8 @@ urlpatterns = [
     path("api/releases/<int:pk>/operators/", catalog_api.ReleaseOperatorsApi.as_view(),
          name="api-operators"),
     path("api/releases/<int:pk>/bundle/", catalog_api.BundleApi.as_view(), name="api-bundle"),
+    path("api/releases/<int:pk>/operators/<str:operator>/",
+         catalog_api.OperatorProblemApi.as_view(), name="api-operator-problem"),
     path("api/submissions/", submissions_api.SubmissionListCreateApi.as_view(),
          name="api-submissions"),
     path("api/submissions/<int:pk>/", submissions_api.SubmissionDetailApi.as_view(),
@@ -92,6 +94,7 @@ urlpatterns = [
     path("api/team/history/<str:operator>/", iteration_api.OperatorHistoryApi.as_view(),
          name="api-operator-history"),
     path("api/quota/", submissions_api.QuotaApi.as_view(), name="api-quota"),
+    path("api/token/", submissions_api.TokenApi.as_view(), name="api-token"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     # Last: API addresses no route above matches (e.g. /api/submissions/-1/) answer JSON. Only

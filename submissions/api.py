@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, NoReturn
 
-from drf_spectacular.utils import extend_schema
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotAuthenticated, PermissionDenied, Throttled
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -12,16 +14,22 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.accounts.models import Team
+from portal.accounts.auth import audit_token_use, request_token, require_scope
+from portal.accounts.models import Team, TokenScope
 from portal.accounts.viewer import ViewerApiRequest
 from portal.api_schema import errors, form_schema, with_fields
 from submissions.forms import SubmissionForm
 from submissions.jobs import job_cancel
-from submissions.models import EvaluationJob, NcuProfile, Submission
+from submissions.models import MODE_RANKED, EvaluationJob, NcuProfile, Submission
 from submissions.ncu import ncu_profile_detail, ncu_profile_request, ncu_profiles_of
 from submissions.profile import submission_profile
-from submissions.selectors import active_score, submission_detail, submissions_visible
-from submissions.services import quota_status, submission_from_upload
+from submissions.selectors import (
+    active_score,
+    submission_detail,
+    submission_settled,
+    submissions_visible,
+)
+from submissions.services import quota_status, submission_create_once
 from submissions.throttles import UploadThrottle
 from submissions.visibility import visible_submission
 
@@ -162,6 +170,9 @@ class SubmissionOut(serializers.Serializer[Any]):
     agent = serializers.CharField()
     model = serializers.CharField()
     output_tokens = serializers.IntegerField(allow_null=True)
+    harness = serializers.CharField(help_text="the agent harness that made it (upload field "
+                                    "harness), e.g. claude-code, codex, atrex-loop")
+    input_tokens = serializers.IntegerField(allow_null=True, help_text="tokens the agent read")
     notes = serializers.CharField()
     created_at = serializers.DateTimeField()
     mode = serializers.ChoiceField(choices=Submission.Mode.choices, help_text=(
@@ -239,17 +250,34 @@ class SubmissionListCreateApi(APIView):
         return Response([submission_detail(s, admin=viewer.admin) for s in submissions])
 
     # The upload page parses the same fields with the same form.
-    @extend_schema(request={"multipart/form-data": form_schema(SubmissionForm)},
-                   responses={201: SubmissionOut, **errors(400, 403, 404)})
+    @extend_schema(
+        request={"multipart/form-data": form_schema(SubmissionForm)},
+        parameters=[OpenApiParameter(
+            "Idempotency-Key", str, OpenApiParameter.HEADER, required=False, description=(
+                "any string of at most 100 characters, new for each new upload: a POST "
+                "repeated with the same key and the same upload (after a lost answer) answers "
+                "200 with the submission the first one made, charging no quota again; the same "
+                "key with a different upload answers 409"))],
+        responses={201: SubmissionOut, 200: SubmissionOut, **errors(400, 403, 404, 409)})
     def post(self, request: ViewerApiRequest) -> Response:
         team = acting_team(request)
         form = SubmissionForm(request.data, request.FILES)
         if not form.is_valid():
             raise serializers.ValidationError(form.errors_by_field())
-        submission = submission_from_upload(team=team, user=request.user,
-                                            fields=form.cleaned_data)
-        return Response(submission_detail(submission, admin=request.viewer.admin),
-                        status=status.HTTP_201_CREATED)
+        mode = form.cleaned_data["mode"]
+        require_scope(request, TokenScope.FULL if mode == MODE_RANKED else TokenScope.CHECK,
+                      f"a {mode} submission")
+        submission, replayed = submission_create_once(
+            team=team, user=request.user, fields=form.cleaned_data,
+            idempotency_key=request.headers.get("Idempotency-Key", ""))
+        if not replayed:
+            audit_token_use(request, action="submission.create",
+                            target=f"submission:{submission.pk}", after={"mode": mode})
+        response = Response(submission_detail(submission, admin=request.viewer.admin),
+                            status=status.HTTP_200_OK if replayed else status.HTTP_201_CREATED)
+        if replayed:
+            response["Idempotent-Replayed"] = "true"
+        return response
 
 
 def _require_principal(request: ViewerApiRequest) -> None:
@@ -258,11 +286,30 @@ def _require_principal(request: ViewerApiRequest) -> None:
         acting_team(request)
 
 
+WAIT_POLL_S = 0.5
+
+
+class WaitIn(serializers.Serializer[Any]):
+    wait = serializers.FloatField(required=False, min_value=0, help_text=(
+        "long poll: answer as soon as the evaluation has settled (every job ended, its score "
+        "computed), or after this many seconds (at most 60, the deployment's "
+        "ATREX_LONG_POLL_MAX_SECONDS), whichever first"))
+
+
 class SubmissionDetailApi(APIView):
-    @extend_schema(responses={200: SubmissionDetailOut, **errors(403, 404)})
+    @extend_schema(parameters=[WaitIn], responses={200: SubmissionDetailOut, **errors(400, 403, 404)})
     def get(self, request: ViewerApiRequest, pk: int) -> Response:
         _require_principal(request)
         submission = visible_submission(request, pk)
+        query = WaitIn(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        deadline = time.monotonic() + min(query.validated_data.get("wait", 0.0),
+                                          float(settings.ATREX_LONG_POLL_MAX_SECONDS))
+        # Polling the database here rather than the client polling the portal: one request
+        # per evaluation instead of one a second (sleeps hold no database connection open
+        # beyond the request's own).
+        while time.monotonic() < deadline and not submission_settled(submission):
+            time.sleep(min(WAIT_POLL_S, max(0.0, deadline - time.monotonic())))
         return Response({**submission_detail(submission, admin=request.viewer.admin),
                          "score": active_score(submission)})
 
@@ -272,9 +319,38 @@ class SubmissionCancelApi(APIView):
     def post(self, request: ViewerApiRequest, pk: int) -> Response:
         _require_principal(request)
         submission = visible_submission(request, pk)
+        require_scope(request, TokenScope.CHECK if submission.is_check else TokenScope.FULL,
+                      f"cancelling a {submission.mode} submission")
         for job in EvaluationJob.objects.filter(candidate__submission=submission):
             job_cancel(job=job)
+        audit_token_use(request, action="submission.cancel", target=f"submission:{submission.pk}")
         return Response(submission_detail(submission, admin=request.viewer.admin))
+
+
+class TokenOut(serializers.Serializer[Any]):
+    team = serializers.CharField()
+    name = serializers.CharField(help_text="the token's name on the team page")
+    prefix = serializers.CharField()
+    scope = serializers.ChoiceField(choices=TokenScope.choices, help_text=(
+        "read: reads only; check: also check submissions, ncu profiles, cancelling checks; "
+        "full: also ranked submissions"))
+    created_at = serializers.DateTimeField()
+
+
+class TokenApi(APIView):
+    """Which team and scope the request's token stands for (a client checks its token, an MCP
+    server authenticates its callers with it)."""
+
+    @extend_schema(responses={200: TokenOut, **errors(403)})
+    def get(self, request: ViewerApiRequest) -> Response:
+        token = request_token(request)
+        if token is None and request.user.is_authenticated:
+            raise PermissionDenied("signed in on the pages, not with a team token")
+        if token is None:
+            raise NotAuthenticated("send a team token: Authorization: Bearer atx_...")
+        return Response(TokenOut({"team": token.team.name, "name": token.name,
+                                  "prefix": token.prefix, "scope": token.scope,
+                                  "created_at": token.created_at}).data)
 
 
 class QuotaApi(APIView):
@@ -451,4 +527,6 @@ class SubmissionNcuApi(APIView):
         data.is_valid(raise_exception=True)
         profile = ncu_profile_request(submission=submission, operator=data.validated_data[
             "operator"], shape_id=data.validated_data["shape"], user=request.user)
+        audit_token_use(request, action="ncu.request", target=f"submission:{submission.pk}",
+                        after={"profile": profile.pk, **data.validated_data})
         return Response(ncu_profile_detail(profile), status=202)

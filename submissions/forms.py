@@ -13,6 +13,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import BadRequest
 
+from portal.accounts.models import TokenScope
 from portal.forms import first_error
 from submissions.models import MODE_RANKED, Submission
 from submissions.services import (
@@ -60,6 +61,8 @@ class SubmissionForm(forms.Form):
     agent = _text(MAX_METADATA_CHARS)
     model = _text(MAX_METADATA_CHARS)
     output_tokens = _whole_number(required=False)
+    input_tokens = _whole_number(required=False)  # what the agent read
+    harness = _text(MAX_METADATA_CHARS)  # the agent harness: claude-code, codex, atrex-loop
     notes = _text(MAX_NOTES_CHARS, widget=forms.Textarea)
     mode = forms.ChoiceField(choices=Submission.Mode.choices, required=False, help_text=(
         "ranked (default): enters the boards, uses the daily submission quota; check: "
@@ -75,6 +78,11 @@ class SubmissionForm(forms.Form):
 
 class TokenCreateForm(forms.Form):
     token_name = _text(100, required=True)
+    # Left out (older scripts post the name only): full, what every token could do before.
+    token_scope = forms.ChoiceField(choices=TokenScope.choices, required=False)
+
+    def clean_token_scope(self) -> str:
+        return str(self.cleaned_data.get("token_scope") or TokenScope.FULL)
 
 
 class TokenRevokeForm(forms.Form):

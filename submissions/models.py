@@ -31,6 +31,10 @@ class Submission(models.Model):
     agent = models.CharField(max_length=100, blank=True)
     model_name = models.CharField(max_length=100, blank=True)
     output_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    # Which agent harness drove the model (Claude Code, Codex, `atrex loop`, ...) and the
+    # tokens it read: the agents' table sets a kernel against what it cost (issue 45).
+    harness = models.CharField(max_length=100, blank=True)
+    input_tokens = models.PositiveBigIntegerField(null=True, blank=True)
     notes = models.TextField(blank=True)
     # The release's own references, evaluated by the portal: shown beside the board, never ranked.
     baseline = models.CharField(max_length=20, choices=Baseline.choices, blank=True,
@@ -49,10 +53,18 @@ class Submission(models.Model):
     # on the boards, never ranked; for a candidate that does not generalise, say.
     ranking_excluded = models.BooleanField(default=False)
     ranking_excluded_reason = models.CharField(max_length=300, blank=True)
+    # The client's Idempotency-Key header: a POST repeated after a network error with the
+    # same key answers this submission instead of making (and charging) another one;
+    # `request_digest` tells a repeat from a different upload under a reused key.
+    idempotency_key = models.CharField(max_length=100, blank=True)
+    request_digest = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(
+            fields=["team", "idempotency_key"], condition=~models.Q(idempotency_key=""),
+            name="one_submission_per_idempotency_key")]
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.team} on {self.release} / {self.hardware}"

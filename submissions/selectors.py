@@ -78,6 +78,7 @@ def submission_detail(submission: Submission, *, admin: bool) -> dict[str, Any]:
                     "version": submission.release.version},
         "hardware": submission.hardware.name, "agent": submission.agent,
         "model": submission.model_name, "output_tokens": submission.output_tokens,
+        "harness": submission.harness, "input_tokens": submission.input_tokens,
         "notes": submission.notes, "created_at": submission.created_at.isoformat(),
         "mode": submission.mode,
         "status": submission_status(jobs),
@@ -217,6 +218,21 @@ def active_score(submission: Submission) -> dict[str, Any] | None:
     return {"weights_version": score.weight_set.version, **values,
             "computed_at": score.computed_at.isoformat(),
             "current": last_scored is None or score.computed_at >= last_scored}
+
+
+def submission_settled(submission: Submission) -> bool:
+    """Nothing more will change: every job has ended and, when one was scored, the score
+    under the active weights was computed after the last one ended (what a long poll waits
+    for). A release without active weights never gets a score: ended is settled there."""
+    jobs = EvaluationJob.objects.filter(candidate__submission=submission)
+    if jobs.filter(status__in=EvaluationJob.Status.active()).exists():
+        return False
+    if not jobs.filter(status=EvaluationJob.Status.SCORED).exists():
+        return True
+    if not submission.release.weight_sets.filter(active=True).exists():
+        return True
+    score = active_score(submission)
+    return score is not None and bool(score["current"])
 
 
 def _fallback_evidence(adoption: Any) -> dict[str, Any]:

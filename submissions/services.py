@@ -102,17 +102,22 @@ def submission_create(*, team: Team, user: object | None, release: Release,
                       hardware: HardwareProfile, filename: str, data: bytes,
                       operator: str | None = None, agent: str = "", model_name: str = "",
                       output_tokens: int | None = None, notes: str = "",
-                      mode: str = MODE_RANKED, dsl: str = "") -> Submission:
+                      mode: str = MODE_RANKED, dsl: str = "", harness: str = "",
+                      input_tokens: int | None = None, idempotency_key: str = "",
+                      request_digest: str = "") -> Submission:
     """Check the upload, then store submission, candidates and jobs atomically.
 
     `mode` "check" evaluates it like any submission but keeps it off every board; it uses
     the team's daily check quota instead of its submission quota. Raises UploadRejected
     (nothing stored) or QuotaExceeded (nothing stored). Jobs are sent to the GPU queue only
-    once the transaction has committed.
+    once the transaction has committed. A non-empty `idempotency_key` is stored, unique per
+    team (`submission_create_once` answers a repeat with the submission it made).
     """
     if mode not in Submission.Mode.values:
         raise UploadRejected(f"mode: expected one of {', '.join(Submission.Mode.values)}")
     _check_metadata(agent=agent, model_name=model_name, output_tokens=output_tokens, notes=notes)
+    _check_metadata(agent=harness, model_name="", output_tokens=input_tokens, notes="",
+                    names=("harness", "model", "input_tokens"))
     operators = {op.name: op for op in release.operators.all()}
     sources = read_upload(filename=filename, data=data, operators=operators, operator=operator,
                           limits=upload_limits())
@@ -133,7 +138,9 @@ def submission_create(*, team: Team, user: object | None, release: Release,
         submission = Submission.objects.create(
             team=team, release=release, hardware=hardware,
             created_by=signed_in(user), agent=agent,
-            model_name=model_name, output_tokens=output_tokens, notes=notes, mode=mode)
+            model_name=model_name, output_tokens=output_tokens, notes=notes, mode=mode,
+            harness=harness, input_tokens=input_tokens, idempotency_key=idempotency_key,
+            request_digest=request_digest)
         job_ids = []
         for name, source in sorted(sources.items()):
             shapes = evaluated_shape_ids(operators[name])
@@ -201,8 +208,8 @@ class UploadTargetUnknown(DomainError):
     http_status = 404
 
 
-def submission_from_upload(*, team: Team, user: object | None,
-                           fields: Mapping[str, Any]) -> Submission:
+def submission_from_upload(*, team: Team, user: object | None, fields: Mapping[str, Any],
+                           idempotency_key: str = "", request_digest: str = "") -> Submission:
     """`submission_create` from an upload's parsed fields (submissions.forms.SubmissionForm,
     for the page and the API alike)."""
     release = Release.objects.filter(pk=fields["release"]).first()
@@ -217,17 +224,81 @@ def submission_from_upload(*, team: Team, user: object | None,
         data=upload.read(), operator=fields.get("operator") or None,
         agent=fields.get("agent") or "", model_name=fields.get("model") or "",
         output_tokens=fields.get("output_tokens"), notes=fields.get("notes") or "",
-        mode=fields.get("mode") or MODE_RANKED, dsl=fields.get("dsl") or "")
+        mode=fields.get("mode") or MODE_RANKED, dsl=fields.get("dsl") or "",
+        harness=fields.get("harness") or "", input_tokens=fields.get("input_tokens"),
+        idempotency_key=idempotency_key, request_digest=request_digest)
+
+
+class IdempotencyConflict(DomainError):
+    """HTTP 409: an Idempotency-Key the team used before, for a different upload."""
+
+    http_status = 409
+
+
+MAX_IDEMPOTENCY_KEY_CHARS = 100
+# The upload's fields that make two POSTs the same request (with the file's bytes).
+_DIGESTED_FIELDS = ("release", "hardware", "operator", "dsl", "mode", "agent", "model",
+                    "output_tokens", "input_tokens", "harness", "notes")
+
+
+def upload_digest(fields: Mapping[str, Any], data: bytes) -> str:
+    """What identifies an upload's request: its file and its fields."""
+    digest = hashlib.sha256(data)
+    for name in _DIGESTED_FIELDS:
+        digest.update(f"\x00{name}={fields.get(name)!s}".encode())
+    return digest.hexdigest()
+
+
+def submission_create_once(*, team: Team, user: object | None, fields: Mapping[str, Any],
+                           idempotency_key: str) -> tuple[Submission, bool]:
+    """`submission_from_upload`, made at most once per (team, key): a repeat of the same
+    request (after a lost answer, say) gets the submission the first one made, and True,
+    without another quota charge; a different upload under a used key is refused
+    (IdempotencyConflict). Two concurrent requests with one key: the unique constraint lets
+    one commit, and the other, rolled back whole, answers the winner's submission."""
+    from django.db import IntegrityError
+
+    key = idempotency_key.strip()
+    if len(key) > MAX_IDEMPOTENCY_KEY_CHARS or text_problems(key, None):
+        raise UploadRejected(f"Idempotency-Key: at most {MAX_IDEMPOTENCY_KEY_CHARS} "
+                             "characters, no NUL")
+    upload = fields["file"]
+    data = upload.read()
+    upload.seek(0)
+    digest = upload_digest(fields, data)
+    if key:
+        earlier = _keyed(team, key, digest)
+        if earlier is not None:
+            return earlier, True
+    try:
+        submission = submission_from_upload(team=team, user=user, fields=fields,
+                                             idempotency_key=key, request_digest=digest)
+    except IntegrityError:
+        earlier = _keyed(team, key, digest) if key else None
+        if earlier is None:
+            raise
+        return earlier, True
+    return submission, False
+
+
+def _keyed(team: Team, key: str, digest: str) -> Submission | None:
+    earlier = Submission.objects.filter(team=team, idempotency_key=key).first()
+    if earlier is not None and earlier.request_digest != digest:
+        raise IdempotencyConflict(
+            f"Idempotency-Key {key!r} was used for submission {earlier.pk}, a different "
+            "upload; use a new key for a new upload")
+    return earlier
 
 
 def _check_metadata(*, agent: str, model_name: str, output_tokens: int | None,
-                    notes: str) -> None:
+                    notes: str, names: tuple[str, str, str] = ("agent", "model",
+                                                               "output_tokens")) -> None:
     """Refuse what the database would fail on (a 500) or silently cut: UploadRejected."""
     problem = None if output_tokens is None else whole_number_problem(output_tokens)
     if problem:
-        raise UploadRejected(f"output_tokens: {problem}")
-    for name, value, limit in (("agent", agent, MAX_METADATA_CHARS),
-                               ("model", model_name, MAX_METADATA_CHARS),
+        raise UploadRejected(f"{names[2]}: {problem}")
+    for name, value, limit in ((names[0], agent, MAX_METADATA_CHARS),
+                               (names[1], model_name, MAX_METADATA_CHARS),
                                ("notes", notes, MAX_NOTES_CHARS)):
         problems = text_problems(value, limit)
         if problems:

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from evaluation.catalog.models import HardwareProfile, Release
 from evaluation.harness.dsl import DSL_LABELS, KNOWN_DSLS
-from portal.accounts.models import Team, invite_create, token_create, token_revoke
+from portal.accounts.models import Team, TokenScope, invite_create, token_create, token_revoke
 from portal.accounts.viewer import ViewerRequest
 from portal.errors import DomainError
 from portal.forms import first_error
@@ -79,8 +79,10 @@ def _revoke_token(request: ViewerRequest, team: Team) -> TeamPosted:
 
 
 def _create_token(request: ViewerRequest, team: Team) -> TeamPosted:
-    name = form_or_400(TokenCreateForm(request.POST))["token_name"]
-    return TeamPosted(new_token=token_create(team=team, name=name, created_by=request.user)[1])
+    data = form_or_400(TokenCreateForm(request.POST))
+    return TeamPosted(new_token=token_create(team=team, name=data["token_name"],
+                                             created_by=request.user,
+                                             scope=data["token_scope"])[1])
 
 
 def _set_share_links(request: ViewerRequest, team: Team) -> TeamPosted:
@@ -151,6 +153,7 @@ def team_page(request: ViewerRequest) -> HttpResponse:
     return render(request, "submissions/team.html", {
         "team": team, "members": team.members.order_by("username"),
         "tokens": team.tokens.order_by("-created_at"), "new_token": new_token,
+        "token_scopes": TokenScope.choices,
         "settings_error": settings_error, "test_sent": test_sent,
         "webhook_url": request.POST.get("webhook_url", team.webhook_url)
         if settings_error else team.webhook_url,

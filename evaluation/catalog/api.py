@@ -13,8 +13,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evaluation.catalog.labels import operator_labels
 from evaluation.catalog.models import HardwareProfile, Operator, Release
-from evaluation.catalog.selectors import bundle_zip, operators_public, public_files, releases_public
+from evaluation.catalog.selectors import (
+    bundle_zip,
+    operator_tolerance,
+    operators_public,
+    public_files,
+    releases_public,
+)
 from portal.api_schema import errors
 
 
@@ -41,6 +48,83 @@ class OperatorOut(serializers.Serializer[Any]):
     name = serializers.CharField()
     shape_count = serializers.IntegerField()
     files = serializers.DictField(child=serializers.CharField())
+    tolerance = serializers.DictField(child=serializers.FloatField(), help_text=(
+        "atol and rtol of the portal's correctness check"))
+
+
+class ToleranceOut(serializers.Serializer[Any]):
+    atol = serializers.FloatField()
+    rtol = serializers.FloatField()
+
+
+class ShapeFactsOut(serializers.Serializer[Any]):
+    shape_id = serializers.CharField()
+    init_kwargs = serializers.DictField(allow_null=True)
+    input_kwargs = serializers.DictField()
+    phase = serializers.CharField(allow_null=True)
+    dev_tier = serializers.BooleanField(help_text="a tiny shape for CPU checks, never scored")
+    regime = serializers.DictField(child=serializers.CharField(allow_null=True), help_text=(
+        "hardware -> memory or compute: which roof bounds this shape there (as the boards "
+        "split shapes); W, Q and SOL stay hidden"))
+
+
+class HardwareFactsOut(serializers.Serializer[Any]):
+    name = serializers.CharField()
+    hbm_bytes_per_s = serializers.FloatField()
+    peak_flops = serializers.DictField(child=serializers.FloatField(),
+                                       help_text="precision path -> dense FLOP/s")
+    launch_floor_s = serializers.FloatField(help_text="attainment is also shown against SOL "
+                                            "plus this floor")
+
+
+class ProblemOut(serializers.Serializer[Any]):
+    """Everything a team may know about one operator before it submits."""
+
+    release = serializers.DictField()
+    operator = serializers.CharField()
+    files = serializers.DictField(child=serializers.CharField(),
+                                  help_text="reference.py, input.py, shapes.json")
+    tolerance = ToleranceOut(help_text="the portal's correctness check, per element: "
+                             "|out - ref| <= atol + rtol * |ref|")
+    phase = serializers.CharField(allow_null=True)
+    weight = serializers.FloatField(allow_null=True, help_text="its share of S_agg under the "
+                                    "active weights")
+    shapes = ShapeFactsOut(many=True)
+    hardware = HardwareFactsOut(many=True)
+    scoring = serializers.CharField()
+
+
+SCORING = ("per shape: attainment = SOL / measured time (0 when incorrect; a fallback to "
+           "PyTorch or a vendor library scores 0 under the default policy); S_op = the median "
+           "attainment over the operator's shapes; SOL = max(sum of W / peak FLOP/s per "
+           "precision, (Q_read + Q_write) / HBM bandwidth)")
+
+
+class OperatorProblemApi(APIView):
+    """One operator as a problem: its public files, tolerance, shapes with their public
+    labels (phase, regime per hardware) and the hardware profiles' peaks."""
+
+    @extend_schema(responses={200: ProblemOut, **errors(404)})
+    def get(self, request: Request, pk: int, operator: str) -> Response:
+        release = get_object_or_404(Release, pk=pk)
+        op = get_object_or_404(Operator, release=release, name=operator)
+        labels = operator_labels(op)
+        profiles = list(HardwareProfile.objects.order_by("name"))
+        return Response(ProblemOut({
+            "release": {"id": release.pk, "name": release.name, "version": release.version,
+                        "accepted_dsls": release.accepted_dsls(),
+                        "dsl_ratio_threshold": release.dsl_ratio_threshold},
+            "operator": op.name, "files": public_files(op), "tolerance": operator_tolerance(op),
+            "phase": labels.phase, "weight": labels.weight,
+            "shapes": [{"shape_id": s.shape_id, "init_kwargs": s.init_kwargs,
+                        "input_kwargs": s.input_kwargs, "phase": s.phase,
+                        "dev_tier": s.dev_tier,
+                        "regime": dict(zip(labels.hardware, s.regimes, strict=True))}
+                       for s in labels.shapes],
+            "hardware": [{"name": p.name, "hbm_bytes_per_s": p.hbm_bytes_per_s,
+                          "peak_flops": p.peak_flops, "launch_floor_s": p.launch_floor_s}
+                         for p in profiles],
+            "scoring": SCORING}).data)
 
 
 class ReleaseListApi(APIView):
@@ -55,13 +139,15 @@ class ReleaseOperatorsApi(APIView):
     @extend_schema(responses={200: OperatorOut(many=True), **errors(404)})
     def get(self, request: Request, pk: int) -> Response:
         release = get_object_or_404(Release, pk=pk)
-        data = [{"name": op.name, "shape_count": op.shape_count, "files": public_files(op)}
-                for op in operators_public(release)]
+        data = [{"name": op.name, "shape_count": op.shape_count, "files": public_files(op),
+                 "tolerance": operator_tolerance(op)}
+                for op in operators_public(release).prefetch_related("hidden")]
         return Response(OperatorOut(data, many=True).data)
 
 
 class BundleApi(APIView):
-    """A zip of reference.py, input.py and shapes.json for one operator or the release."""
+    """A zip of reference.py, input.py and shapes.json for one operator or the release, and
+    `tolerances.json` (operator -> atol, rtol: the portal's correctness check)."""
 
     @extend_schema(
         parameters=[OpenApiParameter("operator", str, description="One operator's files only.")],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import io
+import json
 import zipfile
 from collections.abc import Iterable
 from typing import TypedDict
@@ -44,14 +45,28 @@ def public_files(operator: Operator) -> dict[str, str]:
             "shapes.json": operator.shapes_json}
 
 
+def operator_tolerance(operator: Operator) -> dict[str, float]:
+    """The tolerance the portal compares outputs with (metadata.json's, else the harness's
+    default): public, so that a team's local check agrees with the portal's."""
+    from evaluation.harness.release import DEFAULT_ATOL, DEFAULT_RTOL
+
+    hidden = getattr(operator, "hidden", None)
+    if hidden is None:
+        return {"atol": DEFAULT_ATOL, "rtol": DEFAULT_RTOL}
+    return {"atol": hidden.atol, "rtol": hidden.rtol}
+
+
 def bundle_zip(release: Release, operator: Operator | None = None) -> bytes:
-    """The agent-visible files, in the Atrex layout: data/<operator>/{public files}."""
+    """The agent-visible files, in the Atrex layout: data/<operator>/{public files}, and
+    <release>/tolerances.json, each operator's correctness tolerance."""
     buffer = io.BytesIO()
     operators = [operator] if operator is not None else list(operators_public(release))
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for op in operators:
             for name, content in public_files(op).items():
                 archive.writestr(f"{release.name}/data/{op.name}/{name}", content)
+        archive.writestr(f"{release.name}/tolerances.json", json.dumps(
+            {op.name: operator_tolerance(op) for op in operators}, indent=2) + "\n")
     return buffer.getvalue()
 
 

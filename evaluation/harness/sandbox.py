@@ -22,6 +22,7 @@ Isolation, applied where the host allows (each part is reported, never silently 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import ctypes
 import functools
@@ -834,38 +835,76 @@ except (OSError, AttributeError):
 
 
 class WarmChildren:
-    """Keeps one started, unbound child ahead of need, as a GPU worker running jobs back to
-    back would: the next evaluation skips the child's imports and CUDA/profiler start-up.
+    """A pool of started, unbound children kept ahead of need, for one device and DSL, as a
+    GPU worker running jobs back to back needs them: the next evaluation skips the child's
+    imports and CUDA/profiler start-up.
 
-    The warm child launches no kernel while it waits (child.warm_up), so it does not
-    disturb the timing of the evaluation running beside it.
+    `size` children are kept: one is enough while a job lasts longer than a child's start,
+    and on an H200 a start took 7-11 s while a whole operator can take 5; with two, each
+    child has had two jobs' time to start before one is taken. Children are taken oldest
+    first (the first started is the first ready) and are never given back: `take` hands
+    out a child no candidate has run in, which the evaluation closes when it ends, so
+    nothing a team's code left in a process reaches another team's job. The pool is refilled
+    as a child is taken, so its replacement starts while that job runs.
+
+    A warm child launches no kernel while it waits (child.warm_up), so it does not disturb
+    the timing of the evaluation running beside it.
     """
 
     def __init__(self, *, device: str, dsl: str, masked_paths: Sequence[Path],
-                 settings: SandboxSettings) -> None:
+                 settings: SandboxSettings, size: int = 1) -> None:
+        if size < 1:
+            raise ValueError("a pool of warm children holds at least one")
         self.device = device
         self.dsl = dsl
         self.masked_paths = tuple(masked_paths)
         self.settings = settings
-        self._next: ChildProcess | None = None
+        self.size = size
+        self._ready: collections.deque[ChildProcess] = collections.deque()
+        self.taken = 0  # children handed out, for the worker's log and tests
+        self.cold_takes = 0  # of them, started on the spot (the pool was empty)
 
     def take(self) -> ChildProcess:
-        child = self._next or self._new()
-        self._next = self._new()
+        """The oldest started child; one started now when the pool is empty. The pool is
+        refilled before this returns (the starts do not wait)."""
+        while self._ready:
+            child = self._ready.popleft()
+            if child.operator is None and _still_running(child):
+                break
+            child.close()  # died while waiting, or (never) bound: not handed out
+        else:
+            child = self._new()
+            self.cold_takes += 1
+        self.taken += 1
+        self.refill()
         return child
 
+    def refill(self) -> None:
+        """Start children until `size` wait."""
+        while len(self._ready) < self.size:
+            self._ready.append(self._new())
+
     def prepare(self) -> None:
-        """Start the next child now (a worker does this at start, before its first job)."""
-        if self._next is None:
-            self._next = self._new()
+        """Start the pool now (a worker does this at start, before its first job)."""
+        self.refill()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._ready)
 
     def close(self) -> None:
-        if self._next is not None:
-            self._next.close()
-            self._next = None
+        while self._ready:
+            self._ready.popleft().close()
 
     def _new(self) -> ChildProcess:
         child = ChildProcess(device=self.device, dsl=self.dsl, masked_paths=self.masked_paths,
                              settings=self.settings)
         child.start()
         return child
+
+
+def _still_running(child: ChildProcess) -> bool:
+    """A waiting child's process has not ended (killed by the OOM killer, say): a dead one
+    would be started again on the job's clock, so the pool hands out the next one."""
+    process = child._process
+    return process is not None and process.poll() is None

@@ -8,6 +8,9 @@
 - ATREX_BROKER_VISIBILITY_TIMEOUT (Redis): seconds before an unacknowledged job goes back.
 - ATREX_SANDBOX_UID / ATREX_SANDBOX_GID: the candidate's uid (one per worker on a host);
   ATREX_SANDBOX_REQUIRED=1: refuse to start where the sandbox cannot be built.
+- ATREX_WARM_CHILDREN (default 2 on a GPU, 1 on a CPU): sandboxed children kept started per DSL, each used by
+  one job only; ATREX_WARM_DSLS (default: every DSL this device runs): the DSLs whose
+  children are started with the worker.
 
 At start it removes the work areas of workers killed on this host (team source, outputs),
 checks the sandbox once, so a misconfigured host fails at start, not on the first job, and
@@ -24,7 +27,6 @@ from typing import Any
 from celery import Celery
 from celery.signals import worker_init, worker_ready, worker_shutdown
 
-from evaluation.harness.release import DEFAULT_DSL
 from evaluation.harness.sandbox import SandboxSettings, planned_isolation, workdir_base
 from evaluation.harness.workarea import sweep_stale_areas
 from evaluation.protocol import FILESYSTEM_BROKER, TASK_SETTINGS, broker_settings
@@ -54,7 +56,10 @@ app.conf.update(**broker_settings(os.environ.get("CELERY_BROKER_URL", FILESYSTEM
 
 @worker_init.connect
 def _prepare_host(**_: Any) -> None:
+    from evaluation.worker.jobs import warm_pool_size
+
     settings = SandboxSettings()  # a malformed ATREX_SANDBOX_UID fails here, at start
+    warm_pool_size("cpu")  # and a malformed ATREX_WARM_CHILDREN
     swept = sweep_stale_areas(workdir_base(settings))
     if swept:
         log.warning("removed %d work area(s) left by killed workers: %s", len(swept),
@@ -65,11 +70,15 @@ def _prepare_host(**_: Any) -> None:
 
 
 @worker_ready.connect
-def _start_first_child(**_: Any) -> None:
-    """The first job finds its child started too (imports, CUDA context, private root)."""
-    from evaluation.worker.jobs import warm_children, worker_device
+def _start_first_children(**_: Any) -> None:
+    """The first jobs find their children started too (imports, CUDA context, private
+    root): a pool per DSL this worker serves (ATREX_WARM_DSLS, ATREX_WARM_CHILDREN)."""
+    from evaluation.worker.jobs import prepare_warm_children, warm_pool_size, worker_device
 
-    warm_children(worker_device(), DEFAULT_DSL, SandboxSettings()).prepare()
+    device = worker_device()
+    dsls = prepare_warm_children(device, SandboxSettings())
+    log.info("warm children: %d per DSL (%s) on %s", warm_pool_size(device), ", ".join(dsls),
+             device)
 
 
 @worker_shutdown.connect

@@ -9,10 +9,14 @@ A job with hidden shapes ends no earlier than its hidden tier's release time
 reports at once (the portal holds what a team sees until then) and then waits, so that its
 next job, which a team may be watching, does not start when the hidden shapes really ended.
 
-A worker runs jobs back to back, so it keeps the sandboxed child for its next job started
-ahead (`warm_children`): a fresh process per candidate, whose imports, CUDA context and
-private root are paid while the previous job runs, not on the next job's clock. On an H200
-a child's start took 9-11 s, against about 0.5 s per shape after it.
+A worker runs jobs back to back, so it keeps sandboxed children for its next jobs started
+ahead (`warm_children`: a pool per device and DSL, ATREX_WARM_CHILDREN of them, for each DSL
+of ATREX_WARM_DSLS): a fresh process per candidate, whose imports, CUDA context and private
+root are paid while earlier jobs run, not on the next job's clock. On an H200 a child's
+start took 7-11 s, against 5-14 s for a whole operator's evaluation after it: with one child
+ahead, back-to-back jobs shorter than a start waited for the rest of it. Every child serves
+one job and is closed when it ends; none is reused, so nothing crosses from one team's job
+to another's.
 
 Imports no Django: it runs on a bare GPU host.
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import tempfile
 import time
@@ -30,7 +35,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from evaluation.harness.dsl import unavailable_reason
+from evaluation.harness.dsl import KNOWN_DSLS, unavailable_reason
 from evaluation.harness.evaluate import (
     EvaluationRequest,
     EvaluationSettings,
@@ -63,14 +68,50 @@ log = logging.getLogger(__name__)
 
 
 _warm: dict[tuple[str, str], WarmChildren] = {}
+# Per DSL (WarmChildren's docstring says why two); one on a CPU, whose few cores an
+# interpreter run keeps busy for minutes, longer than any child's start.
+DEFAULT_WARM_CHILDREN = {"cuda": 2, "cpu": 1}
+
+
+def warm_pool_size(device: str) -> int:
+    """ATREX_WARM_CHILDREN: children kept started per DSL (default 2 on a GPU, 1 on a CPU)."""
+    default = DEFAULT_WARM_CHILDREN.get(device.split(":")[0], 1)
+    raw = os.environ.get("ATREX_WARM_CHILDREN", str(default))
+    if not raw.isdigit() or not 1 <= int(raw) <= 16:
+        raise ValueError(f"ATREX_WARM_CHILDREN={raw!r}: expected a whole number from 1 to 16")
+    return int(raw)
+
+
+def warm_dsls(device: str) -> list[str]:
+    """ATREX_WARM_DSLS (comma-separated), else every DSL this device can evaluate: the
+    DSLs whose pools a worker starts when it starts. A job of another DSL finds its pool
+    made on its first job."""
+    raw = os.environ.get("ATREX_WARM_DSLS", "")
+    if raw.strip():
+        chosen = [d.strip() for d in raw.split(",") if d.strip()]
+        unknown = [d for d in chosen if d not in KNOWN_DSLS]
+        if unknown:
+            raise ValueError(f"ATREX_WARM_DSLS: unknown DSL(s) {', '.join(unknown)} (known: "
+                             f"{', '.join(KNOWN_DSLS)})")
+        return chosen
+    return [d for d in KNOWN_DSLS if unavailable_reason(d, device.split(":")[0]) is None]
 
 
 def warm_children(device: str, dsl: str, settings: SandboxSettings) -> WarmChildren:
-    """This process's children kept ahead for jobs of one device and DSL."""
+    """This process's pool of children kept ahead for jobs of one device and DSL."""
     key = (device, dsl)
     if key not in _warm:
-        _warm[key] = WarmChildren(device=device, dsl=dsl, masked_paths=(), settings=settings)
+        _warm[key] = WarmChildren(device=device, dsl=dsl, masked_paths=(), settings=settings,
+                                  size=warm_pool_size(device))
     return _warm[key]
+
+
+def prepare_warm_children(device: str, settings: SandboxSettings) -> list[str]:
+    """Start the pools of every DSL a worker serves (at its start); the DSLs started."""
+    dsls = warm_dsls(device)
+    for dsl in dsls:
+        warm_children(device, dsl, settings).prepare()
+    return dsls
 
 
 def worker_device() -> str:

@@ -7,10 +7,10 @@ from typing import Any
 from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from rest_framework import authentication, exceptions
+from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
-from portal.accounts.models import ApiToken, Team, hash_token
+from portal.accounts.models import ApiToken, Team, TokenScope, hash_token
 from portal.throttles import TokenFailureThrottle, refusal
 
 
@@ -47,6 +47,54 @@ def request_team(request: Any) -> Team | None:
     if user is not None and user.is_authenticated:
         return Team.objects.filter(members=user).order_by("pk").first()
     return None
+
+
+def request_token(request: Any) -> ApiToken | None:
+    """The team token a request came with; None for a signed-in page user or nobody."""
+    auth = getattr(request, "auth", None)
+    return auth if isinstance(auth, ApiToken) else None
+
+
+def require_scope(request: Any, needed: str, what: str) -> None:
+    """Refuse (403, audited) a request whose team token's scope does not reach `needed`
+    (a TokenScope value); `what` names the refused action in the message. Signed-in members
+    on the pages are not limited by scopes: scopes are what a team hands to scripts."""
+    from portal.audit.models import audit
+
+    token = request_token(request)
+    if token is None or token.allows(needed):
+        return
+    audit(actor=token.created_by, action="token.refused", target=f"team:{token.team.slug}",
+          after={**token.audit_label(), "needed": needed, "request": what})
+    raise exceptions.PermissionDenied(
+        f"this token is {TokenScope(token.scope).label}: {what} needs a "
+        f"{TokenScope(needed).label} token (the team page makes tokens of each scope)")
+
+
+def audit_token_use(request: Any, *, action: str, target: str,
+                    after: dict[str, object] | None = None) -> None:
+    """Record in the audit log a change made with a team token, naming the token and its
+    scope. Reads are not recorded (an agent polls every second); the token's
+    `last_used_at` says when it was last used at all."""
+    from portal.audit.models import audit
+
+    token = request_token(request)
+    if token is not None:
+        audit(actor=token.created_by, action=action, target=target,
+              after={**(after or {}), **token.audit_label()})
+
+
+class TokenScopePermission(permissions.BasePermission):
+    """The API's default: a read-only token may only read, on every endpoint, however new;
+    what needs more than `check` (a ranked submission) the view asks with require_scope."""
+
+    message = "this token is read-only: it may not change anything"
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        if request.method in permissions.SAFE_METHODS:
+            return True
+        require_scope(request, TokenScope.CHECK, f"{request.method} {request.path}")
+        return True
 
 
 def is_admin(request: Any) -> bool:

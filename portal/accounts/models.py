@@ -63,6 +63,25 @@ class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
         return self.filter(revoked_at__isnull=True)
 
 
+class TokenScope(models.TextChoices):
+    """What a team token may do (issue 45): a team hands an agent no more than it needs.
+
+    Ordered: each scope may do what the ones before it may. `read` reads the team's own data
+    (submissions, results, profiles, history, quota); `check` also submits checks (never
+    ranked, the larger daily check quota), asks for ncu profiles and cancels checks; `full`
+    also spends ranked submissions and cancels them.
+    """
+
+    READ = "read", "read-only"
+    CHECK = "check", "checks only"
+    FULL = "full", "full"
+
+    @classmethod
+    def allows(cls, held: str, needed: str) -> bool:
+        order = [cls.READ, cls.CHECK, cls.FULL]
+        return order.index(cls(held)) >= order.index(cls(needed))
+
+
 class ApiToken(models.Model):
     """Only the SHA-256 of the token is stored; the prefix lets a team tell tokens apart."""
 
@@ -74,18 +93,33 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Tokens made before scopes existed could do everything: they stay `full`.
+    scope = models.CharField(max_length=10, choices=TokenScope.choices, default=TokenScope.FULL)
 
     objects = ApiTokenQuerySet.as_manager()
 
     def __str__(self) -> str:
-        return f"{self.team}: {self.name} ({self.prefix}…)"
+        return f"{self.team}: {self.name} ({self.prefix}…, {self.scope})"
+
+    def allows(self, needed: str) -> bool:
+        return TokenScope.allows(self.scope, needed)
+
+    def audit_label(self) -> dict[str, object]:
+        """How the audit log names the token a request came with (never its value)."""
+        return {"token": self.pk, "prefix": self.prefix, "name": self.name, "scope": self.scope}
 
 
-def token_create(*, team: Team, name: str, created_by: object | None = None) -> tuple[ApiToken, str]:
-    """Create a token; the raw value is returned once and never stored."""
+def token_create(*, team: Team, name: str, created_by: object | None = None,
+                 scope: str = TokenScope.FULL) -> tuple[ApiToken, str]:
+    """Create a token of `scope`, audited; the raw value is returned once and never stored."""
+    from portal.audit.models import audit
+
     raw = "atx_" + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(team=team, name=name, created_by=signed_in(created_by),
-                                    prefix=raw[:TOKEN_PREFIX_CHARS], digest=hash_token(raw))
+                                    prefix=raw[:TOKEN_PREFIX_CHARS], digest=hash_token(raw),
+                                    scope=TokenScope(scope))
+    audit(actor=created_by, action="token.create", target=f"team:{team.slug}",
+          after=token.audit_label())
     return token, raw
 
 

@@ -99,7 +99,7 @@ def test_links_planted_for_the_next_candidate_reach_nothing(tmp_path: Path) -> N
     try:
         area = work_area(workdir_base(TEST_SETTINGS.sandbox))
         warm.take().close()  # now the child for the next job is warm, its folder made
-        assert warm._next is not None and warm._next.workdir is not None
+        assert warm.waiting and warm._ready[0].workdir is not None
         outcome = run_attack(candidate("plant_links", AREA=str(area.path), TARGET=str(target)))
         planted = report(str(outcome["error"]), "PLANTED")
         honest = run_candidate("rms_norm", HONEST, SHAPES[1:], warm=warm)  # in the warm child

@@ -146,7 +146,7 @@ def test_bundle_writes_the_public_files_only(portal: dict[str, Any], tmp_path: P
     root = tmp_path / "b" / "atrex-fixture"
     files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
     assert files == ["data/rms_norm/input.py", "data/rms_norm/reference.py",
-                     "data/rms_norm/shapes.json", "release.json"]
+                     "data/rms_norm/shapes.json", "release.json", "tolerances.json"]
     assert (root / "data/rms_norm/reference.py").read_text() == \
         (FIXTURE_RELEASE / "data/rms_norm/reference.py").read_text()
     assert json.loads((root / "release.json").read_text())["dsl"] == "triton"

@@ -34,12 +34,13 @@ def test_each_job_takes_the_child_started_ahead_and_leaves_the_next_one_started(
     events: list[tuple[str, dict[str, Any]]] = []
     try:
         for job_id, candidate in ((1, "triton_native"), (2, "torch_fallback")):
-            ahead = warm._next
-            assert ahead is not None and ahead._process is not None  # started before the job
+            ahead = warm._ready[0]
+            assert ahead._process is not None  # started before the job
             run_job_spec(spec(job_id, candidate), lambda kind, payload: events.append(
                 (kind, payload)), TEST_SETTINGS, warm=warm)
             assert ahead._process is None  # used by this job, then closed: never reused
-            assert warm._next is not None and warm._next is not ahead
+            assert warm.waiting == warm.size and ahead not in warm._ready
+        assert (warm.taken, warm.cold_takes) == (2, 0)
     finally:
         warm.close()
     results = [payload["result"] for kind, payload in events if kind == "result"]
@@ -84,3 +85,45 @@ def test_a_stop_the_portal_asked_for_ends_the_run_unreported(
         run_job_spec(spec(5, "triton_native"), lambda kind, payload: events.append(
             (kind, payload)), TEST_SETTINGS, check_stop=stop)
     assert [kind for kind, _ in events] == ["started"]
+
+
+def test_a_pool_hands_out_its_oldest_children_once_each_and_stays_full(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from evaluation.harness.sandbox import WarmChildren
+
+    pool = WarmChildren(device="cpu", dsl="triton", masked_paths=(),
+                        settings=TEST_SETTINGS.sandbox, size=2)
+    try:
+        pool.prepare()
+        first, second = list(pool._ready)
+        taken = pool.take()
+        assert taken is first and pool.waiting == 2 and second in pool._ready
+        assert pool.take() is second and first not in pool._ready
+        # A waiting child that died is closed and passed over, not handed to a job.
+        dead = pool._ready[0]
+        assert dead._process is not None
+        dead._process.kill()
+        dead._process.wait()
+        assert pool.take() is not dead and dead not in pool._ready
+        assert (pool.taken, pool.cold_takes) == (3, 0)
+    finally:
+        for child in (first, second):
+            child.close()
+        pool.close()
+    assert pool.waiting == 0
+
+
+def test_the_pools_size_and_dsls_come_from_the_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert jobs.warm_pool_size("cuda") == 2 and jobs.warm_pool_size("cpu") == 1
+    monkeypatch.setenv("ATREX_WARM_CHILDREN", "3")
+    assert jobs.warm_pool_size("cuda") == 3
+    monkeypatch.setenv("ATREX_WARM_CHILDREN", "0")
+    with pytest.raises(ValueError, match="ATREX_WARM_CHILDREN"):
+        jobs.warm_pool_size("cpu")
+    assert jobs.warm_dsls("cpu") == ["triton"]  # the interpreter runs Triton only
+    monkeypatch.setenv("ATREX_WARM_DSLS", "triton,gluon")
+    assert jobs.warm_dsls("cuda") == ["triton", "gluon"]
+    monkeypatch.setenv("ATREX_WARM_DSLS", "cobol")
+    with pytest.raises(ValueError, match="unknown DSL"):
+        jobs.warm_dsls("cuda")

@@ -130,7 +130,8 @@ def test_the_bundle_holds_the_public_files_in_the_atrex_layout(world: AccessWorl
     body = Client().get(urls(world)["bundle op"]).content
     with zipfile.ZipFile(io.BytesIO(body)) as archive:
         assert sorted(archive.namelist()) == [f"atrex-fixture/data/rms_norm/{n}" for n in
-                                              ("input.py", "reference.py", "shapes.json")]
+                                              ("input.py", "reference.py", "shapes.json")] + [
+            "atrex-fixture/tolerances.json"]  # the portal's correctness check, public
         shapes = json.loads(archive.read("atrex-fixture/data/rms_norm/shapes.json"))
     assert shapes == json.loads(Operator.objects.get(name="rms_norm").shapes_json)
 

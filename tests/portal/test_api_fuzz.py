@@ -52,6 +52,7 @@ def fuzz_world(transactional_db: None, settings: Any,
                rate_limits: Callable[..., None]) -> Iterator[dict[str, Any]]:
     rate_limits(**NO_LIMITS)
     settings.ATREX_SHAPE_FILTER = "dev-*"
+    settings.ATREX_LONG_POLL_MAX_SECONDS = 0  # ?wait= on a running job: no minute-long holds
     release = import_fixture_release()
     weight_set_from_release(release)
     team = TeamFactory(name="Red", daily_submission_quota=10**6, concurrent_job_quota=10**6)
