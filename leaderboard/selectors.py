@@ -20,6 +20,7 @@ from evaluation.catalog.selectors import hidden_shape_counts
 from evaluation.harness.dsl import DSL_LABELS
 from evaluation.harness.release import DTYPE_TO_PEAK_PATH
 from evaluation.harness.roofline import attainment, roofline_point
+from leaderboard import tiers
 from leaderboard.models import BoardFreeze, SubmissionScore, WeightSet
 from leaderboard.outcomes import arithmetic_intensity, scoring_context
 from leaderboard.scoring import (
@@ -73,7 +74,7 @@ _BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name
                  "submission__model_name", "ranked", "complete", "unevaluated_shapes", "lost_jobs",
                  "interpreter_jobs", "mixed_shapes", "fallback_shapes", "submission__environment",
                  "intervals", "not_generalising", "excluded", "submission__ranking_excluded_reason",
-                 *NUMBER_COLUMNS)
+                 "library_shapes", "tier", *NUMBER_COLUMNS)
 # What a board ranks: whole evaluations, none quarantined, measured on the hardware (a run in
 # Triton's CPU interpreter is a check of correctness and adoption, with no time to rank).
 RANKABLE = {"ranked": True, "complete": True, "interpreter_jobs": 0, "excluded": False}
@@ -101,10 +102,13 @@ def ranked_order(value: float | None, correctness: float, created: datetime) -> 
 
 def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
                all_submissions: bool = False, sort: str = "aggregate",
-               board: str = "aggregate", dsl: str | None = None) -> list[dict[str, Any]]:
+               board: str = "aggregate", dsl: str | None = None,
+               tier: str | None = None) -> list[dict[str, Any]]:
     """Ranked rows of one board: each team's best submission by the board's score
     (`best_first`), among its whole evaluations (every job ended). With `dsl`, only
-    submissions with a file in that DSL (each team's best among them).
+    submissions with a file in that DSL (each team's best among them); with `tier`, only
+    submissions within that tier (leaderboard/tiers.py: their narrowest tier is it or a
+    narrower one), ranked among themselves.
 
     With `all_submissions`, every submission is a row, quarantined, still evaluating and
     interpreter-checked ones too (unranked, badged); never a check submission. A frozen
@@ -125,6 +129,8 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     if dsl is not None:
         scores = scores.filter(submission_id__in=Candidate.objects.filter(dsl=dsl)
                                .values("submission_id"))
+    if tier is not None:
+        scores = scores.filter(tier__in=tiers.within(tier))
     if not all_submissions:
         scores = scores.filter(**RANKABLE)
         if connection.vendor == "postgresql":
@@ -235,6 +241,7 @@ def _row(score: dict[str, Any], rank: int | None) -> dict[str, Any]:
         "date": score["submission__created_at"].date().isoformat(),
         "badges": _badges(score),
         "environment": score["submission__environment"],
+        "tier": score.get("tier"),
     }
 
 
@@ -259,6 +266,8 @@ def _badges(score: dict[str, Any]) -> list[str]:
         badges.append("fallback")
     if score["mixed_shapes"]:
         badges.append("mixed")
+    if score.get("library_shapes"):
+        badges.append("library")
     return badges
 
 
