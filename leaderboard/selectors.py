@@ -291,12 +291,14 @@ def baseline_rows(*, release: Release, hardware: HardwareProfile,
     seen = set()
     for score in newest:
         kind = score["submission__baseline"]
-        if kind in seen:
+        key = (kind, score["submission__agent"] if kind == Submission.Baseline.LIBRARY else "")
+        if key in seen:
             continue
-        seen.add(kind)
+        seen.add(key)
         row = _row(score, rank=None)
-        row["team"] = labels[kind]
-        row["dsl"] = "pytorch"  # the reference, eager or compiled: no DSL of the release
+        row["team"] = baseline_label(kind, score["submission__agent"], labels)
+        # the reference, eager or compiled, has no DSL of the release; a library row its kernels
+        row["dsl"] = "library" if kind in LIBRARY_BASELINES else "pytorch"
         row["badges"] = ["baseline"] + (["interpreter check"] if score["interpreter_jobs"]
                                         else [])
         rows.append(row)
@@ -304,6 +306,16 @@ def baseline_rows(*, release: Release, hardware: HardwareProfile,
     if production is not None:
         rows.append(production)
     return rows
+
+
+LIBRARY_BASELINES = (Submission.Baseline.LIBRARY, Submission.Baseline.BEST_OPEN)
+
+
+def baseline_label(kind: str, agent: str, labels: dict[str, str]) -> str:
+    """A baseline row's name: a library's is its package and version."""
+    if kind == Submission.Baseline.LIBRARY:
+        return f"{agent} (open library)"
+    return labels.get(kind, kind)
 
 
 def production_baseline(*, release: Release, hardware: HardwareProfile,
@@ -479,16 +491,19 @@ def operator_baselines(*, release: Release, hardware: HardwareProfile, weight_se
               .exclude(submission__baseline="")
               .order_by("submission__baseline", "-submission__created_at")
               .select_related("submission"))
-    chosen: dict[str, SubmissionScore] = {}
+    chosen: dict[tuple[str, str], SubmissionScore] = {}
     for score in newest:
-        chosen.setdefault(score.submission.baseline, score)
+        kind = score.submission.baseline
+        chosen.setdefault((kind, score.submission.agent if kind == Submission.Baseline.LIBRARY
+                           else ""), score)
     outcomes = scoring_context(release).outcomes_by_submission(
         [score.submission for score in chosen.values()])
     rows = []
-    for kind, score in chosen.items():
+    for (kind, _), score in chosen.items():
         shapes = [o for o in outcomes.get(score.submission_id, [])
                   if o.operator == operator and not o.hidden]
-        rows.append({"team": labels[kind], "submission": score.submission_id,
+        rows.append({"team": baseline_label(kind, score.submission.agent, labels),
+                     "submission": score.submission_id,
                      "score": (score.by_operator or {}).get(operator),
                      "hidden_score": (score.hidden_by_operator or {}).get(operator),
                      "correctness_rate": (sum(o.correct for o in shapes) / len(shapes)
