@@ -76,3 +76,14 @@ def test_the_tier_filter_changes_a_board(world: World) -> None:
     entry = AuditEntry.objects.get(action="release.ranked_tier")
     assert entry.before == {"ranked_tier": "explicit-dsl"}
     assert entry.after == {"ranked_tier": "libraries"}
+
+
+def test_an_admin_sets_the_ranked_tier_on_the_weights_page(world: World) -> None:
+    admin = Client()
+    admin.force_login(world.root)
+    url = f"/staff/releases/{world.release.pk}/weights/"
+    assert 'id="ranked-tier"' in admin.get(url).content.decode()
+    assert admin.post(url, {"ranked_tier": "self-authored"}).status_code == 302
+    world.release.refresh_from_db()
+    assert world.release.ranked_tier == tiers.SELF_AUTHORED
+    assert admin.post(url, {"ranked_tier": "anything"}).status_code == 400
