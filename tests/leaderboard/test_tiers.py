@@ -20,7 +20,6 @@ from tests.builders import scored_submission
 from tests.world import World
 
 
-
 def library_outcome(verdict: str) -> ShapeOutcome:
     return ShapeOutcome(operator="rms_norm", shape_id="s", correct=True, verdict=verdict,
                         attainment=0.5)
