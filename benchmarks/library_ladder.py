@@ -18,7 +18,7 @@ Needs the libraries installed into the host's Python (the sandbox sees the Pytho
 
 Usage (repository root, on the GPU host, as root so the sandbox can be built):
     python benchmarks/library_ladder.py --release /path/to/atrex-bench --json $OUT/ladder.json
-        [--deadline-s 470] [--max-shapes 16] [--timing-cap-s 0.3] [--packages a,b]
+        [--deadline-s 400] [--max-shapes 16] [--timing-cap-s 0.3] [--packages a,b]
         [--operators a,b] [--compile-shapes 2] [--no-compile]
 """
 
@@ -101,7 +101,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--release", type=Path, required=True)
     parser.add_argument("--json", type=Path, required=True)
-    parser.add_argument("--deadline-s", type=float, default=470.0)
+    parser.add_argument("--deadline-s", type=float, default=400.0)
     parser.add_argument("--max-shapes", type=int, default=16)
     parser.add_argument("--timing-cap-s", type=float, default=0.3)
     parser.add_argument("--compile-shapes", type=int, default=2)
