@@ -39,7 +39,8 @@ from leaderboard.scoring import BALANCED, COMPUTE, MEMORY
 from leaderboard.selectors import ON_BOARDS, RANKABLE, best_first
 from submissions.models import ShapeResult, Submission
 
-COMPILED_STAGES = frozenset({"correctness", "adoption", "performance"})
+# the last stage a shape passed (the harness sets "compile" once the first call returned)
+COMPILED_STAGES = frozenset({"compile", "correctness", "adoption", "performance"})
 ROW_COLUMNS = ("row", "team", "agent", "model", "submission", "compile_rate", "correct_rate",
                "native_rate", "aggregate", "vs_torch_compile", "vs_best_open", "vs_production",
                "output_tokens")

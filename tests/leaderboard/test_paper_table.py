@@ -11,7 +11,7 @@ from django.test import Client
 from evaluation.catalog.models import Shape
 from leaderboard.paper_table import speedup
 from leaderboard.services import rescore_submission, weight_set_activate, weight_set_create
-from submissions.models import Submission
+from submissions.models import ShapeResult, Submission
 from submissions.services import baseline_team
 from tests.builders import SHAPES, scored_kernels, scored_submission
 from tests.world import World
@@ -40,8 +40,15 @@ def test_the_table_compares_each_row_with_the_baselines(world: World) -> None:
     mine = scored_kernels(world.red, release, {"rms_norm": ("# red", 0.5)}, seconds=10e-6)
     Submission.objects.filter(pk=mine.pk).update(agent="agent-x", model_name="model-1",
                                                  output_tokens=1000)
-    rescore_submission(scored_submission(release, world.blue, {"rms_norm": 0.1},
-                                         verdict="fallback-torch"))
+    blue_submission = scored_submission(release, world.blue, {"rms_norm": 0.1},
+                                        verdict="fallback-torch")
+    # one shape compiled but failed its correctness trials, one did not compile
+    results = list(ShapeResult.objects.filter(job__candidate__submission=blue_submission))
+    ShapeResult.objects.filter(pk=results[0].pk).update(status="failed", stage_reached="compile",
+                                                        failed_stage="correctness")
+    ShapeResult.objects.filter(pk=results[1].pk).update(status="failed", stage_reached="",
+                                                        failed_stage="compile")
+    rescore_submission(blue_submission)
     baseline(world, "torch_compile", 20e-6)
     baseline(world, "best_open", 5e-6)
     reply = Client().get(f"/api/boards/{release.pk}/H200/table/")
@@ -57,6 +64,9 @@ def test_the_table_compares_each_row_with_the_baselines(world: World) -> None:
     assert red["vs_production"] is None and table["references"]["production"] is False
     blue = next(r for r in table["rows"] if r["team"] == world.blue.name)
     assert blue["row"] == world.blue.name and blue["native_rate"] == 0.0
+    rms_shapes = Shape.objects.filter(operator__release=release, operator__name="rms_norm").count()
+    assert blue["correct_rate"] == pytest.approx((rms_shapes - 2) / total)
+    assert blue["compile_rate"] == pytest.approx((rms_shapes - 1) / total)
     rms = next(o for o in table["operators"] if o["operator"] == "rms_norm")
     assert rms["solve_rate"] == 0.0  # Red ran 3 of its shapes, Blue fell back
     assert rms["memory_shapes"] + rms["compute_shapes"] >= rms["shapes"] > 0
