@@ -3,6 +3,19 @@
 from django.db import migrations, models
 
 
+def tiers_from_summaries(apps, schema_editor):
+    """Scores stored before tiers: each submission's tier from its stored summary (no
+    library verdict existed then), as leaderboard.tiers.submission_tier gives it."""
+    ScoreSummary = apps.get_model("leaderboard", "ScoreSummary")
+    SubmissionScore = apps.get_model("leaderboard", "SubmissionScore")
+    for submission_id, summary in ScoreSummary.objects.values_list("submission_id", "summary"):
+        summary = summary or {}
+        tier = ("libraries" if summary.get("library") else "self-authored" if summary.get("mixed")
+                else "explicit-dsl" if summary.get("native") else None)
+        if tier is not None:
+            SubmissionScore.objects.filter(submission_id=submission_id).update(tier=tier)
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -20,4 +33,5 @@ class Migration(migrations.Migration):
             name='tier',
             field=models.CharField(blank=True, help_text='the narrowest tier holding every shape that earned (leaderboard/tiers.py); null: none earned', max_length=20, null=True),
         ),
+        migrations.RunPython(tiers_from_summaries, migrations.RunPython.noop),
     ]
