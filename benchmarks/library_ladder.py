@@ -162,11 +162,40 @@ def main() -> int:
             print_row("torch.compile", operator, entry)
             save()
     warm.close()
+    output["s_agg"] = aggregates(release, output)
     save()
+    print("\nS_agg under the release's weights (an operator without a row counts 0; the portal "
+          "recomputes these from the release's roofline when it loads the file):")
+    for name, value in output["s_agg"].items():
+        print(f"  {name:28} {value:.4f}")
     print(f"\nwrote {args.json}; skipped: {len(output['skipped'])}")
     for line in output["skipped"]:
         print(f"  {line}")
     return 0
+
+
+def aggregates(release: LoadedRelease, output: dict[str, Any]) -> dict[str, float]:
+    """S_agg of each library's row, of the best open kernel (per operator the library with the
+    higher S_op) and of torch.compile's, over every operator of the release."""
+    weights = {name: (release.importance[name].score if name in release.importance else 0.0)
+               for name in release.operators}
+    total = sum(weights.values()) or 1.0
+
+    def s_agg(by_operator: dict[str, float]) -> float:
+        return sum(weights[op] * value for op, value in by_operator.items()) / total
+
+    rows: dict[str, dict[str, float]] = {}
+    best: dict[str, float] = {}
+    for package, entry in output["libraries"].items():
+        scores = {op: float(e["summary"]["s_op"] or 0.0) for op, e in entry["operators"].items()}
+        rows[f"{package} {entry['version']}"] = scores
+        for op, value in scores.items():
+            best[op] = max(best.get(op, 0.0), value)
+    result = {name: s_agg(scores) for name, scores in rows.items()}
+    result["best open kernel"] = s_agg(best)
+    result["torch.compile (operators run)"] = s_agg(
+        {op: float(e["summary"]["s_op"] or 0.0) for op, e in output["torch_compile"].items()})
+    return result
 
 
 def run_adapter(adapter: Adapter, release: LoadedRelease, output: dict[str, Any],
