@@ -8,6 +8,7 @@ beside the boards, unranked. Django-free: the GPU-host script in benchmarks/ use
 from __future__ import annotations
 
 PYTORCH, TORCH_COMPILE = "pytorch", "torch_compile"
+REFERENCE_KINDS = (PYTORCH, TORCH_COMPILE)  # what baseline_source makes from reference.py
 
 _COMPILED = '''
 

@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404
 
 from evaluation.catalog.models import HardwareProfile, Release
 from evaluation.harness.dsl import DSL_LABELS, KNOWN_DSLS
+from leaderboard import tiers
 from leaderboard.models import WeightSet
 from leaderboard.selectors import (
     BOARDS,
@@ -59,18 +60,23 @@ def board_data(query: Any, pk: int, hardware: str, board: str = "aggregate") -> 
     dsl = query.get("dsl") or None
     if dsl is not None and dsl not in KNOWN_DSLS:
         raise Http404(f"no DSL named {dsl!r} (known: {', '.join(KNOWN_DSLS)})")
+    offered = tiers.offered(release.ranked_tier)
+    tier = query.get("tier") or None
+    if tier is not None and tier not in offered:
+        raise Http404(f"no tier {tier!r} ranks on this release (offered: {', '.join(offered)})")
 
     def compute() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]],
                            list[str]]:
         rows = board_rows(release=release, hardware=profile, weight_set=weight_set,
-                          all_submissions=all_submissions, sort=sort, board=board, dsl=dsl)
+                          all_submissions=all_submissions, sort=sort, board=board, dsl=dsl,
+                          tier=tier)
         baselines = baseline_rows(release=release, hardware=profile, weight_set=weight_set)
         shown = [int(r["submission"]) for r in [*rows, *baselines] if r.get("submission")]
         return (rows, baselines, dsl_rates(release=release, hardware=profile),
                 recorded_sources(shown))
 
     key = (f"{release.pk}:{profile.pk}:{weight_set.pk}:{board}:{int(all_submissions)}:{sort}:"
-           f"{dsl or ''}")
+           f"{dsl or ''}:{tier or ''}")
     rows, baselines, rates, recorded = derived_cache.remember(
         derived_cache.BOARDS, f"board-v2:{key}", compute, BOARD_CACHE_S)  # v2: 4 parts
     return {"release": release, "hardware": profile, "weight_set": weight_set, "board": board,
@@ -82,7 +88,10 @@ def board_data(query: Any, pk: int, hardware: str, board: str = "aggregate") -> 
             "recorded": recorded,
             # the filter offers what the release accepts and what its files declared
             "dsls": [(name, DSL_LABELS[name]) for name in KNOWN_DSLS
-                     if name in release.accepted_dsls() or name in {r["dsl"] for r in rates}]}
+                     if name in release.accepted_dsls() or name in {r["dsl"] for r in rates}],
+            # the tiers this release ranks (leaderboard/tiers.py): the filter and the legend
+            "tier": tier, "tiers": [tiers.TIERS[name] for name in offered],
+            "ranked_tier": tiers.TIERS[release.ranked_tier]}
 
 
 def operator_board_data(query: Any, pk: int, hardware: str, operator: str) -> dict[str, Any]:

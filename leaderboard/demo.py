@@ -8,7 +8,11 @@ own runs on one H200:
   profiled busy time, which issue 24 replaced: their provenance says so);
 - the public Atrex-Bench release's PyTorch-eager baseline after the timing change
   (`benchmarks/public_baseline.py`, 2026-12-02), when the public release is imported
-  (`setup_demo --public-release PATH`; the release lives outside this repository).
+  (`setup_demo --public-release PATH`; the release lives outside this repository);
+- with it, the expert ladder (open kernel libraries' adapters, the best open kernel per
+  operator and the torch.compile baseline; leaderboard/ladder.py) from the results file
+  `benchmarks/library_ladder.py` wrote on an H200 (LADDER_RESULTS). Until that file is in
+  the repository those rows are left out, and setup_demo says so.
 
 Every stored result carries its provenance (`raw["recorded"]`: GPU, date, evaluator, source
 file), which every page showing it prints (leaderboard/selectors.recorded_sources).
@@ -36,6 +40,7 @@ from django.db import transaction
 
 from evaluation.baselines import baseline_source
 from evaluation.catalog.models import HardwareProfile, Release
+from leaderboard.ladder import ladder_store
 from leaderboard.models import WeightSet
 from leaderboard.services import rescore_submission, weight_set_activate, weight_set_create
 from portal.accounts.models import Team
@@ -50,6 +55,10 @@ RECORDED = (RESULTS / "dsl-samples.json", RESULTS / "dsl-samples-cute.json")
 SAMPLES = REPO / "evaluation" / "sample_candidates"
 STARTER_BASELINES = REPO / "benchmarks" / "results" / "h200-2026-11-30" / "baselines.json"
 PUBLIC_BASELINE = RESULTS / "baseline-rederived.sqlite3"
+# The expert ladder's H200 run (benchmarks/library_ladder.py --json ...): absent until a GPU
+# run's file is committed here
+LADDER_RESULTS = REPO / "benchmarks" / "results" / "h200-library-ladder" / "ladder.json"
+EVALUATOR_LADDER = "evaluator of issue 44 (benchmarks/library_ladder.py)"
 # Operator weights derived from a Llama-3.1-8B profiler trace on one H200 (make_llama_trace.py)
 LLAMA_TRACE_WEIGHTS = REPO / "benchmarks" / "results" / "h200-2026-11-30" / \
     "llama3.1-8b-h200-weights.json"
@@ -238,6 +247,22 @@ def load_recorded_public_baseline(release: Release, path: Path = PUBLIC_BASELINE
                 store_shape(job, {**report, "recorded": recorded})
     rescore_submission(submission)
     return True
+
+
+def load_recorded_ladder(release: Release, path: Path = LADDER_RESULTS) -> list[str] | None:
+    """The expert ladder's recorded rows on `release` (the public release): each library's
+    row, the best open kernel and the torch.compile baseline, as leaderboard/ladder.py stores
+    them; what was stored, one line each. None when the results file is absent: then no
+    ladder row is shown (nothing is made up in its place)."""
+    if not path.is_file():
+        return None
+    results = json.loads(path.read_text())
+    meta = results.get("meta") or {}
+    hardware = HardwareProfile.objects.get(name=str(meta.get("hardware") or "H200"))
+    source = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+    return ladder_store(release=release, hardware=hardware, results=results,
+                        recorded=provenance(f"NVIDIA {hardware.name}", str(meta.get("date", "")),
+                                            EVALUATOR_LADDER, source))
 
 
 def trace_weights_for_fixture(release: Release) -> WeightSet | None:

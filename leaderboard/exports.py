@@ -22,6 +22,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from evaluation.harness.dsl import KNOWN_DSLS
+from leaderboard import tiers
 from leaderboard.board_requests import (
     analysis_data,
     board_data,
@@ -119,6 +120,9 @@ class BoardRowOut(serializers.Serializer[Any]):
     model = serializers.CharField()
     date = serializers.CharField(help_text="the submission's date (YYYY-MM-DD)")
     badges = serializers.ListField(child=serializers.CharField())
+    tier = serializers.CharField(allow_null=True, required=False, help_text=(
+        "the narrowest tier holding every shape that earned: explicit-dsl, self-authored or "
+        "libraries (leaderboard/tiers.py); null: none earned"))
 
 
 class BoardOut(serializers.Serializer[Any]):
@@ -216,7 +220,10 @@ BOARD_PARAMETERS = [
     OpenApiParameter("sort", str, enum=list(NUMBER_COLUMNS), description=(
         "order rows by this column (default: the board's score)")),
     OpenApiParameter("dsl", str, enum=list(KNOWN_DSLS), description=(
-        "only submissions with a file declared in this DSL"))]
+        "only submissions with a file declared in this DSL")),
+    OpenApiParameter("tier", str, enum=list(tiers.ORDER), description=(
+        "only submissions within this tier (it or a narrower one), among those the release "
+        "ranks"))]
 BOARD_RESPONSES: dict[Any, Any] = {(200, "application/json"): BoardOut, (200, "text/csv"): CSV,
                                    **errors(404)}
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from django import forms
 
+from leaderboard import tiers
 from leaderboard.scoring import WeightError
 from submissions.forms import NO_NUL
 
@@ -60,6 +61,10 @@ class FallbackPolicyForm(forms.Form):
     @property
     def scores_zero(self) -> bool:
         return bool(self.cleaned_data["fallback_scores_zero"] == "1")
+
+
+class RankedTierForm(forms.Form):
+    ranked_tier = forms.ChoiceField(choices=tiers.CHOICES)
 
 
 class BoardFreezeForm(forms.Form):

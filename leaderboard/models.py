@@ -79,6 +79,11 @@ class SubmissionScore(models.Model):
                                 "with the launch floor the flag compares, {public, hidden}")
     excluded = models.BooleanField(default=False, help_text="taken off the ranks by an admin "
                                    "(Submission.ranking_excluded)")
+    library_shapes = models.PositiveIntegerField(default=0, help_text="correct shapes run by an "
+                                                 "installed library's kernels (verdict library)")
+    tier = models.CharField(max_length=20, null=True, blank=True,
+                            help_text="the narrowest tier holding every shape that earned "
+                                      "(leaderboard/tiers.py); null: none earned")
     computed_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -1,7 +1,9 @@
 """Scoring: pure functions over plain data (DESIGN.md, "Scoring").
 
 - a shape scores its attainment a = SOL / T in (0, 1]; 0 when compile or correctness
-  failed; 0 for a fallback (verdict other than native) under the default policy;
+  failed; 0 under the default policy when its verdict does not earn in the release's
+  widest ranked tier (leaderboard/tiers.py: native only by default; mixed, library shapes
+  where the release ranks wider tiers; a fallback never);
   a > 1 is physically impossible: the shape is quarantined and the whole submission is
   not ranked until an admin has reviewed it.
 - S_op = median of a over the operator's shapes.
@@ -53,9 +55,10 @@ from typing import Any
 import numpy as np
 
 from evaluation.harness.results import UNVERIFIED_ON_CPU
+from leaderboard.tiers import submission_tier
 from portal.errors import DomainError
 
-NATIVE, MIXED = "native", "mixed"
+NATIVE, MIXED, LIBRARY = "native", "mixed", "library"
 MEMORY, COMPUTE, BALANCED = "memory", "compute", "balanced"
 
 
@@ -83,7 +86,10 @@ class ShapeOutcome:
 
 @dataclass(frozen=True)
 class ScoringPolicy:
-    fallback_scores_zero: bool = True  # the default: only native DSL work earns attainment
+    fallback_scores_zero: bool = True  # the default: only what `earning` names earns attainment
+    # the verdicts whose correct shapes earn: the release's widest ranked tier's
+    # (leaderboard/tiers.py; the default, explicit DSL, is native only)
+    earning: frozenset[str] = frozenset({NATIVE})
 
 
 @dataclass(frozen=True)
@@ -116,6 +122,8 @@ class WeightedScore:
     # per operator with hidden shapes: {"public": median a_floor, "hidden": median a_floor}
     generalisation: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
     excluded: bool = False  # an admin took the submission off the boards' ranks
+    library_shapes: int = 0  # correct shapes run by an installed library's kernels
+    tier: str | None = None  # the narrowest tier holding every shape that earned (tiers.py)
 
 
 DEFAULT_GENERALISATION_FACTOR = 2.0  # the release's own: Release.generalisation_factor
@@ -134,7 +142,7 @@ def shape_score(outcome: ShapeOutcome, policy: ScoringPolicy = ScoringPolicy()) 
         return 0.0
     if outcome.verdict == UNVERIFIED_ON_CPU:
         return None  # an interpreter check: no time, and no verdict a score could rest on
-    if outcome.verdict != NATIVE and policy.fallback_scores_zero:
+    if outcome.verdict not in policy.earning and policy.fallback_scores_zero:
         return 0.0
     return outcome.attainment
 
@@ -210,6 +218,7 @@ class SubmissionSummary:
     hidden_floor_by_operator: Mapping[str, float | None] = field(default_factory=dict)
     hidden_shapes: int = 0
     hidden_correct: int = 0
+    library: int = 0
 
     def as_json(self) -> dict[str, object]:
         return {"ranked": self.ranked, "by_operator": dict(self.by_operator),
@@ -222,7 +231,8 @@ class SubmissionSummary:
                 "hidden_by_operator": dict(self.hidden_by_operator),
                 "floor_by_operator": dict(self.floor_by_operator),
                 "hidden_floor_by_operator": dict(self.hidden_floor_by_operator),
-                "hidden_shapes": self.hidden_shapes, "hidden_correct": self.hidden_correct}
+                "hidden_shapes": self.hidden_shapes, "hidden_correct": self.hidden_correct,
+                "library": self.library}
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> SubmissionSummary:
@@ -242,7 +252,8 @@ class SubmissionSummary:
                    hidden_floor_by_operator=data.get(  # type: ignore[arg-type]
                        "hidden_floor_by_operator") or {},
                    hidden_shapes=int(data.get("hidden_shapes", 0)),  # type: ignore[call-overload]
-                   hidden_correct=int(data.get("hidden_correct", 0)))  # type: ignore[call-overload]
+                   hidden_correct=int(data.get("hidden_correct", 0)),  # type: ignore[call-overload]
+                   library=int(data.get("library", 0)))  # type: ignore[call-overload]
 
 
 def summarise(outcomes: Sequence[ShapeOutcome], policy: ScoringPolicy = ScoringPolicy(), *,
@@ -272,6 +283,7 @@ def summarise(outcomes: Sequence[ShapeOutcome], policy: ScoringPolicy = ScoringP
         correct=sum(o.correct for o in outcomes),
         native=sum(o.correct and o.verdict == NATIVE for o in outcomes),
         mixed=sum(o.correct and o.verdict == MIXED for o in outcomes),
+        library=sum(o.correct and o.verdict == LIBRARY for o in outcomes),
         fallback=sum(o.correct and (o.verdict or "").startswith("fallback") for o in outcomes),
         complete=complete and not lost_jobs,
         unevaluated=sum(not o.evaluated for o in outcomes),
@@ -331,6 +343,8 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
         generalisation={op: {"public": summary.floor_by_operator.get(op), "hidden": value}
                         for op, value in summary.hidden_floor_by_operator.items()},
         excluded=excluded,
+        library_shapes=summary.library,
+        tier=submission_tier(native=summary.native, mixed=summary.mixed, library=summary.library),
     )
 
 

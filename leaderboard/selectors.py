@@ -20,6 +20,7 @@ from evaluation.catalog.selectors import hidden_shape_counts
 from evaluation.harness.dsl import DSL_LABELS
 from evaluation.harness.release import DTYPE_TO_PEAK_PATH
 from evaluation.harness.roofline import attainment, roofline_point
+from leaderboard import tiers
 from leaderboard.models import BoardFreeze, SubmissionScore, WeightSet
 from leaderboard.outcomes import arithmetic_intensity, scoring_context
 from leaderboard.scoring import (
@@ -73,7 +74,7 @@ _BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name
                  "submission__model_name", "ranked", "complete", "unevaluated_shapes", "lost_jobs",
                  "interpreter_jobs", "mixed_shapes", "fallback_shapes", "submission__environment",
                  "intervals", "not_generalising", "excluded", "submission__ranking_excluded_reason",
-                 *NUMBER_COLUMNS)
+                 "library_shapes", "tier", *NUMBER_COLUMNS)
 # What a board ranks: whole evaluations, none quarantined, measured on the hardware (a run in
 # Triton's CPU interpreter is a check of correctness and adoption, with no time to rank).
 RANKABLE = {"ranked": True, "complete": True, "interpreter_jobs": 0, "excluded": False}
@@ -101,10 +102,13 @@ def ranked_order(value: float | None, correctness: float, created: datetime) -> 
 
 def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
                all_submissions: bool = False, sort: str = "aggregate",
-               board: str = "aggregate", dsl: str | None = None) -> list[dict[str, Any]]:
+               board: str = "aggregate", dsl: str | None = None,
+               tier: str | None = None) -> list[dict[str, Any]]:
     """Ranked rows of one board: each team's best submission by the board's score
     (`best_first`), among its whole evaluations (every job ended). With `dsl`, only
-    submissions with a file in that DSL (each team's best among them).
+    submissions with a file in that DSL (each team's best among them); with `tier`, only
+    submissions within that tier (leaderboard/tiers.py: their narrowest tier is it or a
+    narrower one), ranked among themselves.
 
     With `all_submissions`, every submission is a row, quarantined, still evaluating and
     interpreter-checked ones too (unranked, badged); never a check submission. A frozen
@@ -125,6 +129,8 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     if dsl is not None:
         scores = scores.filter(submission_id__in=Candidate.objects.filter(dsl=dsl)
                                .values("submission_id"))
+    if tier is not None:
+        scores = scores.filter(tier__in=tiers.within(tier))
     if not all_submissions:
         scores = scores.filter(**RANKABLE)
         if connection.vendor == "postgresql":
@@ -235,6 +241,7 @@ def _row(score: dict[str, Any], rank: int | None) -> dict[str, Any]:
         "date": score["submission__created_at"].date().isoformat(),
         "badges": _badges(score),
         "environment": score["submission__environment"],
+        "tier": score.get("tier"),
     }
 
 
@@ -259,6 +266,8 @@ def _badges(score: dict[str, Any]) -> list[str]:
         badges.append("fallback")
     if score["mixed_shapes"]:
         badges.append("mixed")
+    if score.get("library_shapes"):
+        badges.append("library")
     return badges
 
 
@@ -282,12 +291,14 @@ def baseline_rows(*, release: Release, hardware: HardwareProfile,
     seen = set()
     for score in newest:
         kind = score["submission__baseline"]
-        if kind in seen:
+        key = (kind, score["submission__agent"] if kind == Submission.Baseline.LIBRARY else "")
+        if key in seen:
             continue
-        seen.add(kind)
+        seen.add(key)
         row = _row(score, rank=None)
-        row["team"] = labels[kind]
-        row["dsl"] = "pytorch"  # the reference, eager or compiled: no DSL of the release
+        row["team"] = baseline_label(kind, score["submission__agent"], labels)
+        # the reference, eager or compiled, has no DSL of the release; a library row its kernels
+        row["dsl"] = "library" if kind in LIBRARY_BASELINES else "pytorch"
         row["badges"] = ["baseline"] + (["interpreter check"] if score["interpreter_jobs"]
                                         else [])
         rows.append(row)
@@ -295,6 +306,16 @@ def baseline_rows(*, release: Release, hardware: HardwareProfile,
     if production is not None:
         rows.append(production)
     return rows
+
+
+LIBRARY_BASELINES = (Submission.Baseline.LIBRARY, Submission.Baseline.BEST_OPEN)
+
+
+def baseline_label(kind: str, agent: str, labels: dict[str, str]) -> str:
+    """A baseline row's name: a library's is its package and version."""
+    if kind == Submission.Baseline.LIBRARY:
+        return f"{agent} (open library)"
+    return labels.get(kind, kind)
 
 
 def production_baseline(*, release: Release, hardware: HardwareProfile,
@@ -470,16 +491,19 @@ def operator_baselines(*, release: Release, hardware: HardwareProfile, weight_se
               .exclude(submission__baseline="")
               .order_by("submission__baseline", "-submission__created_at")
               .select_related("submission"))
-    chosen: dict[str, SubmissionScore] = {}
+    chosen: dict[tuple[str, str], SubmissionScore] = {}
     for score in newest:
-        chosen.setdefault(score.submission.baseline, score)
+        kind = score.submission.baseline
+        chosen.setdefault((kind, score.submission.agent if kind == Submission.Baseline.LIBRARY
+                           else ""), score)
     outcomes = scoring_context(release).outcomes_by_submission(
         [score.submission for score in chosen.values()])
     rows = []
-    for kind, score in chosen.items():
+    for (kind, _), score in chosen.items():
         shapes = [o for o in outcomes.get(score.submission_id, [])
                   if o.operator == operator and not o.hidden]
-        rows.append({"team": labels[kind], "submission": score.submission_id,
+        rows.append({"team": baseline_label(kind, score.submission.agent, labels),
+                     "submission": score.submission_id,
                      "score": (score.by_operator or {}).get(operator),
                      "hidden_score": (score.hidden_by_operator or {}).get(operator),
                      "correctness_rate": (sum(o.correct for o in shapes) / len(shapes)

@@ -10,6 +10,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from evaluation.catalog.models import HardwareProfile, Release
+from leaderboard import tiers
 from leaderboard.models import BoardFreeze, ScoreSummary, SubmissionScore, WeightSet
 from leaderboard.outcomes import ScoringContext
 from leaderboard.scoring import (
@@ -181,10 +182,28 @@ def release_set_fallback_policy(*, release: Release, fallback_scores_zero: bool,
               after={"fallback_scores_zero": fallback_scores_zero})
 
 
+def release_set_ranked_tier(*, release: Release, tier: str, actor: Any) -> None:
+    """Change the widest tier the release's boards rank (leaderboard/tiers.py), then
+    rebuild its summaries and scores: the shapes that earn attainment change with it."""
+    if tier not in tiers.TIERS:
+        raise WeightError(f"no tier named {tier!r} (known: {', '.join(tiers.ORDER)})")
+    with transaction.atomic():
+        before = release.ranked_tier
+        Release.objects.filter(pk=release.pk).update(ranked_tier=tier)
+        release.ranked_tier = tier
+        summaries_rebuild(release)
+        for weight_set in release.weight_sets.all():
+            rescore_weight_set(weight_set)
+        audit(actor=actor, action="release.ranked_tier", target=f"release:{release}",
+              before={"ranked_tier": before}, after={"ranked_tier": tier})
+
+
 def _policy(release: Release, submission: Submission) -> ScoringPolicy:
-    # Baselines are PyTorch by design: they show what the reference itself attains.
+    # Baselines are PyTorch (or an open library) by design: they show what the reference,
+    # or the library, itself attains.
     return ScoringPolicy(fallback_scores_zero=release.fallback_scores_zero
-                         and not submission.baseline)
+                         and not submission.baseline,
+                         earning=tiers.earning_verdicts(release.ranked_tier))
 
 
 def _score_row(weight_set: WeightSet, submission_id: int, summary: SubmissionSummary,

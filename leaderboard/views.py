@@ -15,6 +15,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_http_methods, require_POST
 
 from evaluation.catalog.models import Release
+from leaderboard import tiers
 from leaderboard.board_requests import (
     BOARD_CACHE_S,
     analysis_data,
@@ -28,6 +29,7 @@ from leaderboard.forms import (
     BoardFreezeForm,
     FallbackPolicyForm,
     ImportanceFileForm,
+    RankedTierForm,
     WeightsForm,
     first_problem,
 )
@@ -43,6 +45,7 @@ from leaderboard.services import (
     board_freeze_set,
     board_unfreeze,
     release_set_fallback_policy,
+    release_set_ranked_tier,
     weight_set_activate,
     weight_set_create,
 )
@@ -184,7 +187,7 @@ def weights_page(request: HttpRequest, pk: int) -> HttpResponse:
         # the new-version form starts from the active values
         "operators": [(op.name, current.get(op.name)) for op in
                       release.operators.order_by("name")],
-        "active": active, "error": error},
+        "active": active, "error": error, "tier_choices": tiers.CHOICES},
         status=400 if error else 200)
 
 
@@ -219,6 +222,12 @@ def _weights_post(request: HttpRequest, release: Release) -> None:
             raise first_problem(policy)
         release_set_fallback_policy(release=release, actor=request.user,
                                     fallback_scores_zero=policy.scores_zero)
+    elif "ranked_tier" in request.POST:
+        tier = RankedTierForm(request.POST)
+        if not tier.is_valid():
+            raise first_problem(tier)
+        release_set_ranked_tier(release=release, actor=request.user,
+                                tier=tier.cleaned_data["ranked_tier"])
     elif "activate" in request.POST:
         activate = ActivateForm(request.POST)
         if not activate.is_valid():

@@ -5,7 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from evaluation.catalog import api as catalog_api
 from evaluation.catalog import views as catalog_views
-from leaderboard import charts_api, iteration_api, iteration_views
+from leaderboard import charts_api, iteration_api, iteration_views, table_views
 from leaderboard import exports as board_exports
 from leaderboard import views as board_views
 from portal import docs_pages
@@ -29,6 +29,8 @@ urlpatterns = [
          name="board-changes-page"),
     path("boards/<int:pk>/<str:hardware>/operators/<str:operator>/",
          board_views.operator_board_page, name="operator-board"),
+    path("boards/<int:pk>/<str:hardware>/table/", table_views.paper_table_page,
+         name="paper-table"),
     path("boards/<int:pk>/<str:hardware>/<str:board>/", board_views.board_page,
          name="board-of"),
     path("api/boards/<int:pk>/<str:hardware>/", board_exports.BoardExportApi.as_view(),
@@ -39,6 +41,8 @@ urlpatterns = [
          board_exports.RankChangesExportApi.as_view(), name="board-changes"),
     path("api/boards/<int:pk>/<str:hardware>/operators/<str:operator>/",
          board_exports.OperatorBoardExportApi.as_view(), name="operator-board-export"),
+    path("api/boards/<int:pk>/<str:hardware>/table/", table_views.PaperTableApi.as_view(),
+         name="paper-table-export"),
     path("api/boards/<int:pk>/<str:hardware>/<str:board>/",
          board_exports.NamedBoardExportApi.as_view(), name="board-export-of"),
     path("staff/boards/<int:pk>/<str:hardware>/freeze/", board_views.board_freeze_toggle,

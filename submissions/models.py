@@ -23,6 +23,10 @@ class Submission(models.Model):
         NONE = "", "not a baseline"
         PYTORCH = "pytorch", "PyTorch reference"
         TORCH_COMPILE = "torch_compile", "torch.compile reference"
+        # an open kernel library's adapters (evaluation/library_candidates), one row per
+        # package (its name and version in `agent`), and the best of them per operator
+        LIBRARY = "library", "open library kernels"
+        BEST_OPEN = "best_open", "best open kernel"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="submissions")
     release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="submissions")

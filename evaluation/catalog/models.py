@@ -82,6 +82,11 @@ class Release(models.Model):
     fallback_scores_zero = models.BooleanField(
         default=True, help_text="Scoring policy: a correct but fallback shape (PyTorch, vendor "
         "library, torch.compile) scores 0. Off: it scores its attainment.")
+    ranked_tier = models.CharField(
+        max_length=20, default="explicit-dsl",
+        help_text="The widest tier this release's boards rank (leaderboard/tiers.py): "
+        "explicit-dsl (only native shapes earn), self-authored (mixed too), libraries "
+        "(library kernels too). Boards offer a filter for each tier up to it.")
     generalisation_factor = models.FloatField(
         default=2.0, help_text="An operator's candidate 'does not generalise' when its S_op on "
         "the hidden shapes is below its public S_op divided by this factor.")

@@ -451,6 +451,8 @@ class ChildRuntime:
             "foreign_dsl_launches": launches.foreign_launches,
             "other_dsl_kernels": launches.other_dsl_kernels,
             "other_dsl_launch_count": launches.other_dsl_launches,
+            "library_kernels": launches.library_kernels,
+            "library_launch_count": launches.library_launches,
             "kernels": kernels,
             "kernel_names": sorted(names),
             "aten_ops": aten_ops,

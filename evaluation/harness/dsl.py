@@ -17,11 +17,20 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from .libraries import LibraryIndex
+
+
+@functools.cache
+def shared_library_index() -> LibraryIndex:
+    """One per process: the installed packages do not change while a child runs."""
+    return LibraryIndex()
 
 
 @dataclass
@@ -36,6 +45,10 @@ class LaunchRecorder:
     # kernels of another DSL launched from the candidate's own source: name -> that DSL
     other_dsl_kernels: dict[str, str] = field(default_factory=dict)
     other_dsl_launches: int = 0
+    # kernels of an installed library (libraries.py): name -> "package version"
+    library_kernels: dict[str, str] = field(default_factory=dict)
+    library_launches: int = 0
+    libraries: LibraryIndex = field(default_factory=shared_library_index)
     _local: threading.local = field(default_factory=threading.local)
 
     @property
@@ -52,9 +65,16 @@ class LaunchRecorder:
         """A launch of a `dsl` kernel (the declared one unless said) that completed.
         Launches that raised, and `warmup` compilations, are not counted: a kernel that
         fails on purpose before torch does the work (or is only compiled, never run) must
-        not count as the candidate's own work."""
+        not count as the candidate's own work. A kernel from an installed package's files,
+        or launched by one (code it generated), is that library's."""
         if source_file not in self.own_files:
-            self.foreign_launches.append(name)
+            library = self.libraries.of_file(source_file) or self.libraries.launcher(
+                sys._getframe(1), self.own_files)
+            if library is None:
+                self.foreign_launches.append(name)
+            else:
+                self.library_kernels[name] = library
+                self.library_launches += 1
         elif (dsl or self.dsl) == self.dsl:
             self.own_kernels.add(name)
             self.own_launches += 1
@@ -76,10 +96,11 @@ def credit_compiled(recorder: LaunchRecorder, compiled: dict[str, str | None],
 
 
 def launch_names(recorder: LaunchRecorder) -> set[str]:
-    """Every kernel the recorder saw launched: the candidate's own, its other-DSL ones and
-    foreign ones."""
+    """Every kernel the recorder saw launched: the candidate's own, its other-DSL ones,
+    libraries' and foreign ones."""
     return set(recorder.own_kernels) | set(recorder.foreign_launches) | set(
-        recorder.other_dsl_kernels)
+        recorder.other_dsl_kernels) | set(recorder.library_kernels)
+
 
 
 class DslAdapter(Protocol):

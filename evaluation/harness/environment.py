@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from .libraries import declared_libraries
+
 NVML_CLOCK_SM, NVML_CLOCK_MEM = 1, 2
 NVML_SUCCESS = 0
 
@@ -35,6 +37,8 @@ def describe(device: torch.device, dsl: str) -> dict[str, Any]:
         "host_cpu": host_cpu(),
         "dsl": dsl,
         "dsl_version": dsl_version(dsl),
+        # the kernel libraries this host declares, with the versions installed here
+        "libraries": declared_libraries(),
     }
 
 

@@ -501,6 +501,9 @@ class _ShapeRun:
                 other_dsl_kernels={str(k): str(v) for k, v in
                                    dict(done.get("other_dsl_kernels") or {}).items()},
                 other_dsl_launch_count=int(done.get("other_dsl_launch_count") or 0),
+                library_kernels={str(k): str(v) for k, v in
+                                 dict(done.get("library_kernels") or {}).items()},
+                library_launch_count=int(done.get("library_launch_count") or 0),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CandidateError("adoption", "the result channel sent a malformed adoption "

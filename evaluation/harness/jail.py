@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from .libraries import library_paths
+
 WORK = Path("/atrex/work")
 CACHE = Path("/atrex/cache")
 CODE = Path("/atrex/code")
@@ -91,7 +93,8 @@ DSL_PACKAGES = {"cutlass": 2}
 
 def dsl_package_paths() -> list[tuple[Path, Path]]:
     """(folder to expose read-only, folder for the child's sys.path) for each DSL package the
-    worker's interpreter can import from outside its own prefixes and site-packages: the
+    worker's interpreter can import from outside its own prefixes and site-packages, and
+    each folder the deployment installed kernel libraries in (libraries.library_paths): the
     child runs `python -I`, which sees neither PYTHONPATH nor .pth files of such folders.
     Found without importing the package."""
     inside = [Path(p).resolve() for p in
@@ -108,6 +111,8 @@ def dsl_package_paths() -> list[tuple[Path, Path]]:
         if any(_under(package, folder) for folder in inside):
             continue
         found.append((package.parents[depth - 1], package.parent))
+    # the kernel libraries the deployment installed apart from the Python install
+    found += [(folder, folder) for folder in library_paths()]
     return found
 
 

@@ -24,6 +24,8 @@ from django.db import transaction
 from evaluation.catalog.hidden_tier import has_generated_tier, secret_file_ensure
 from evaluation.catalog.importing import release_import
 from leaderboard.demo import (
+    LADDER_RESULTS,
+    load_recorded_ladder,
     load_recorded_public_baseline,
     load_recorded_results,
     load_recorded_starter_baselines,
@@ -98,3 +100,12 @@ class Command(BaseCommand):
                           f"{summary.shapes} shapes)")
         if recorded and load_recorded_public_baseline(summary.release):
             self.stdout.write("recorded H200 PyTorch-eager baseline beside its boards")
+        if recorded:
+            ladder = load_recorded_ladder(summary.release)
+            if ladder is None:
+                self.stdout.write(f"no recorded expert ladder: {LADDER_RESULTS} is absent "
+                                  "(benchmarks/library_ladder.py writes it on a GPU host); its "
+                                  "library, best-open-kernel and torch.compile rows are left out")
+            elif ladder:
+                self.stdout.write("recorded H200 expert ladder beside its boards: "
+                                  + ", ".join(ladder))

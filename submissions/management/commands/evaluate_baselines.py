@@ -21,13 +21,16 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from evaluation.baselines import REFERENCE_KINDS
 from evaluation.catalog.models import HardwareProfile, Release
 from evaluation.catalog.selectors import DEV_TIER
 from evaluation.protocol import low_priority_queue
-from submissions.models import EvaluationJob, Submission
+from submissions.models import EvaluationJob
 from submissions.services import baseline_submissions_create
 
-KINDS = [kind for kind in Submission.Baseline.values if kind]  # "" marks a team's submission
+# The kinds made from the release's own references (the open libraries' rows come from the
+# expert ladder's run, leaderboard/ladder.py)
+KINDS = list(REFERENCE_KINDS)
 
 
 class Command(BaseCommand):
