@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0005_hidden_tier'),
+        ('evaluation', '0006_release_hidden_tier_release_time'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('submissions', '0015_shaperesult_review_from_audit'),
+        ('submissions', '0017_agent_fields_idempotency'),
     ]
 
     operations = [
