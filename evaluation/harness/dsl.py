@@ -218,8 +218,11 @@ def _launch_enter_hook(recorder: LaunchRecorder) -> Iterator[None]:
         return
     def hook(metadata: Any) -> None:
         # Launches through `.run` fire this hook inside the bracket and are counted there.
+        # The others are a compiled kernel launched directly: Inductor's, or a library's
+        # that caches its compiled kernels (FlagGems' LibEntry launches them without
+        # `.run` after the first call), found by the frames that launched it.
         if recorder.depth == 0:
-            recorder.foreign_launches.append(_metadata_name(metadata))
+            recorder.launched(_metadata_name(metadata), None)
 
     chain = runtime.launch_enter_hook
     if hasattr(chain, "add") and hasattr(chain, "remove"):

@@ -223,7 +223,7 @@ def hook_state() -> HookState:
         for name in ("launch_enter_hook", "launch_exit_hook", "jit_cache_hook",
                      "jit_post_compile_hook", "kernel_load_start_hook", "kernel_load_end_hook",
                      "kernel_unload_hook"):
-            state[f"triton.knobs.runtime.{name}"] = _ident(getattr(runtime, name, None))
+            state[f"triton.knobs.runtime.{name}"] = _chain_ident(getattr(runtime, name, None))
     for module_name in _HARNESS_KERNEL_MODULES:  # pre-run hooks on the harness's own kernels
         module = sys.modules.get(module_name)
         for attr, value in (vars(module).items() if module is not None else ()):
@@ -279,6 +279,12 @@ def hooks_changed(before: Mapping[str, object], after: Mapping[str, object]) -> 
 
 def _ident(value: object) -> int:
     return 0 if value is None else id(value)
+
+
+def _chain_ident(value: object) -> object:
+    """A Triton hook, or the hooks of a HookChain (one object whose `calls` list grows)."""
+    calls = getattr(value, "calls", None)
+    return tuple(_ident(c) for c in calls) if isinstance(calls, list) else _ident(value)
 
 
 _SIGNALS = tuple(s for s in signal.valid_signals()

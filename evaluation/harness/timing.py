@@ -88,6 +88,9 @@ def _atrex_sample_end(ptr):  # type: ignore[no-untyped-def]
     tl.store(ptr, tl.load(ptr) + 1)
 
 
+# Under graph replay the whole guard runs before every this-many calls, its cheap part
+# (hooks, threads, processes) before each (timed_calls.TimedCallFlow.check_every).
+GRAPH_THOROUGH_EVERY = 16
 RETURNED_MARKER = "_atrex_forward_returned"
 END_MARKER = "_atrex_sample_end"
 
@@ -305,6 +308,8 @@ def measure_forward(
     sampler = Sampler(launch, input_sets, L2Flusher(settings.flush),
                        persisting_l2_resetter(), flow, steps, allowance,
                        start_idle=settings.start == "idle" or method == "graph")
+    if method == "graph":  # no code of the candidate's runs between replays (check_every)
+        sampler.flow.check_every(GRAPH_THOROUGH_EVERY)
     with pinned_thread(settings.pin_thread):
         report = _sample_until_known(sampler, method, settings, call_s, started)
     report.graph_error = graph_error

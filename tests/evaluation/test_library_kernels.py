@@ -196,3 +196,29 @@ def test_library_device_time_is_not_the_teams_and_not_torch() -> None:
         aten_ops={}, dsl_launch_count=0, compiled_frames=0, device_timed=True,
         library_kernels={"_rms_norm_forward_kernel": "liger-kernel 0.8.5"}), threshold=0.95)
     assert alone.verdict == LIBRARY_VERDICT and alone.dsl_ratio == 0.0
+
+
+def test_a_librarys_cached_kernel_launched_without_run_is_still_the_librarys(
+        library_site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FlagGems' LibEntry launches its compiled kernels directly after their first call
+    (no JITFunction.run): Triton's launch-enter hook sees them, and the frames that launched
+    them name the library (on the H200 its kernels were called fallback-torch without it)."""
+    triton = pytest.importorskip("triton")
+    from evaluation.harness.dsl import _launch_enter_hook
+
+    monkeypatch.syspath_prepend(str(library_site))
+    recorder = LaunchRecorder(own_files=frozenset({OWN_FILE}),
+                              libraries=LibraryIndex(roots=[str(library_site), *sys.path]))
+    scope: dict[str, object] = {}
+    # the library's cached launch, as CompiledKernel.run calls the hook, from its own file
+    exec(compile("def launch(name):\n    hook = triton.knobs.runtime.launch_enter_hook\n"
+                 "    hook({'name': name})\n",
+                 str(library_site / "atrex_fixture_kernels" / "cache.py"), "exec"),
+         {"triton": triton}, scope)
+    # the candidate's forward calling the library
+    exec(compile("def forward(launch):\n    launch('fixture_cached_kernel')\n", OWN_FILE,
+                 "exec"), {}, scope)
+    with _launch_enter_hook(recorder):
+        scope["forward"](scope["launch"])  # type: ignore[operator]
+    assert recorder.library_kernels == {"fixture_cached_kernel": LABEL}
+    assert recorder.foreign_launches == []

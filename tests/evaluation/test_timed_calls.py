@@ -89,7 +89,8 @@ def run_calls(plan: CallPlan, count: int, pick_one_of: int = 0,
     """A child's flow answered by `plan` directly, for `count` calls; the seeds it got."""
     buffers = [draw_fixed(1)]
     fresh = FreshInputs(draw_fixed, buffers, [1])
-    flow = TimedCallFlow(fresh, plan.answer, lambda c: {"file": f"t{c.sample}"}, lambda: None)
+    flow = TimedCallFlow(fresh, plan.answer, lambda c: {"file": f"t{c.sample}"},
+                         lambda thorough: None)
     if pick_one_of:
         flow.pick_one_of_next(pick_one_of)
     seeds = []
@@ -151,7 +152,7 @@ def test_a_checked_call_is_saved_before_the_next_contents_are_drawn() -> None:
         saved_before_call.append(len(flow.saved) if flow is not None else 0)
     buffers = [draw_fixed(1)]
     fresh = FreshInputs(draw_fixed, buffers, [1])
-    flow = TimedCallFlow(fresh, plan.answer, lambda c: {}, lambda: None)
+    flow = TimedCallFlow(fresh, plan.answer, lambda c: {}, lambda thorough: None)
     for sample in range(3):
         seed, before = flow.before(0)
         between(sample)
