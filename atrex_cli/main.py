@@ -233,19 +233,34 @@ def cmd_quota(args: argparse.Namespace, err: Console) -> int:
 def cmd_problems(args: argparse.Namespace, err: Console) -> int:
     api = api_from_args(args)
     if args.release is None:
-        releases = portal.releases(api)
+        # What this portal can evaluate first (and said above the table), the newest version
+        # of each name before older ones.
+        releases = sorted(portal.releases(api), key=lambda r: (
+            not r.get("evaluated_shapes", 1), r.get("superseded_by") is not None, r["name"],
+            -int(r["version"])))
         if args.format == "json":
             print_json(releases)
             return EXIT_OK
+        summary = portal.capability_summary(api)
+        if summary:
+            err.print(summary, soft_wrap=True)
         table = Table(title="Releases")
-        for column in ("id", "release", "DSL", "operators", "shapes"):
+        for column in ("id", "release", "DSL", "operators", "shapes", "evaluated here"):
             table.add_column(column)
         for r in releases:
-            table.add_row(str(r["id"]), f"{r['name']}@v{r['version']}", r["dsl"],
-                          str(r["operator_count"]), str(r["shape_count"]))
+            state = (f" (superseded by v{r['superseded_by']})" if r.get("superseded_by")
+                     else "")
+            table.add_row(str(r["id"]), f"{r['name']}@v{r['version']}{state}", r["dsl"],
+                          str(r["operator_count"]), str(r["shape_count"]), _evaluated_here(r))
         console().print(table)
         return EXIT_OK
     release = portal.find_release(api, args.release)
+    if release.get("superseded_by"):
+        err.print(f"{release['name']}@v{release['version']} is superseded by "
+                  f"v{release['superseded_by']} ({release['name']} alone means that one)")
+    elif not args.release.isdigit() and "@" not in args.release:
+        err.print(f"{args.release} means {release['name']}@v{release['version']}, its newest "
+                  "version")
     operators = portal.operators(api, release)
     if args.format == "json":
         print_json({"release": release, "operators": [
@@ -253,7 +268,7 @@ def cmd_problems(args: argparse.Namespace, err: Console) -> int:
              "shapes": list(json.loads(o["files"]["shapes.json"]))} for o in operators]})
         return EXIT_OK
     table = Table(title=f"{release['name']}@v{release['version']} (id {release['id']}, "
-                        f"{release['dsl']})")
+                        f"{release['dsl']}; evaluated here: {_evaluated_here(release)})")
     for column in ("operator", "shapes", "shape ids"):
         table.add_column(column)
     for o in operators:
@@ -262,6 +277,20 @@ def cmd_problems(args: argparse.Namespace, err: Console) -> int:
                       ", ".join(ids[:4]) + (f", … (+{len(ids) - 4})" if len(ids) > 4 else ""))
     console().print(table)
     return EXIT_OK
+
+
+def _evaluated_here(release: dict[str, Any]) -> str:
+    """"8 shapes, ranked on H200", "8 shapes, checks on H200 (CPU)" or "no" (an older
+    portal that does not say: "?")."""
+    if "evaluated_shapes" not in release:
+        return "?"
+    shapes = release["evaluated_shapes"]
+    if not shapes:
+        return "no"
+    where = [f"ranked on {', '.join(release['ranked_on'])}"] if release.get("ranked_on") else []
+    where += [f"checks on {', '.join(release['checked_on'])} (CPU)"] \
+        if release.get("checked_on") else []
+    return f"{shapes} shapes" + (f", {'; '.join(where)}" if where else "")
 
 
 def cmd_bundle(args: argparse.Namespace, err: Console) -> int:
