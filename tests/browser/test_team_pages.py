@@ -35,7 +35,7 @@ SCORING_SECONDS = 240_000  # ms: generous for a shared CPU; the wait ends as soo
 def upload(page: Page, path: Path, *, operator: str = "", agent: str = "",
            tokens: str = "") -> None:
     page.goto("/submit/")
-    page.get_by_label("Release").select_option(label="atrex-fixture v1")
+    page.get_by_label("Release").select_option(label="atrex-fixture v1 (newest)")
     page.get_by_label("Operator").select_option(operator)
     page.get_by_label("File").set_input_files(str(path))
     page.get_by_label("Agent").fill(agent)
