@@ -12,17 +12,25 @@ from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from evaluation.catalog.capability import portal_capability
 from evaluation.harness.dsl import DSL_LABELS, KNOWN_DSLS
-from portal.accounts.models import Team, invite_create, token_create, token_revoke
+from portal.accounts.models import (
+    MAX_INVITE_USES,
+    Team,
+    invite_create,
+    invite_revoke,
+    token_create,
+    token_revoke,
+)
 from portal.accounts.viewer import ViewerRequest
 from portal.errors import DomainError
 from portal.forms import first_error
 from portal.throttles import limited_posts
 from submissions.forms import (
+    InviteCreateForm,
+    InviteRevokeForm,
     ResultReviewForm,
     ShareLinksForm,
     SubmissionForm,
@@ -115,7 +123,14 @@ def _test_webhook(request: ViewerRequest, team: Team) -> TeamPosted:
 
 
 def _create_invite(request: ViewerRequest, team: Team) -> TeamPosted:
-    invite_create(team=team, created_by=request.user)
+    uses = form_or_400(InviteCreateForm(request.POST))["invite_uses"] or 1
+    invite_create(team=team, created_by=request.user, max_uses=uses)
+    return TeamPosted()
+
+
+def _revoke_invite(request: ViewerRequest, team: Team) -> TeamPosted:
+    invite = form_or_400(InviteRevokeForm(request.POST))["invite_revoke"]
+    invite_revoke(team=team, invite_id=invite, actor=request.user)
     return TeamPosted()
 
 
@@ -125,7 +140,7 @@ TEAM_PAGE_ACTIONS: tuple[tuple[str, Callable[[ViewerRequest, Team], TeamPosted]]
     ("revoke", _revoke_token), ("token_name", _create_token),
     ("share_links", _set_share_links), ("webhook_url", _set_webhook),
     ("webhook_rotate", _rotate_webhook_secret), ("webhook_test", _test_webhook),
-    ("invite_create", _create_invite),
+    ("invite_create", _create_invite), ("invite_revoke", _revoke_invite),
 )
 
 
@@ -157,8 +172,8 @@ def team_page(request: ViewerRequest) -> HttpResponse:
         if settings_error else team.webhook_url,
         "quota": quota_status(team), "submissions": recent_submissions(request.viewer),
         "history_operators": team_operators(team),
-        "invites": team.invites.filter(revoked_at__isnull=True, expires_at__gt=timezone.now())
-        .order_by("-created_at")},
+        "invites": team.invites.usable().order_by("-created_at"),
+        "max_invite_uses": MAX_INVITE_USES},
         status=400 if settings_error else 200)
 
 
