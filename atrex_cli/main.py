@@ -543,8 +543,7 @@ def _report(api: Api, detail: dict[str, Any], fmt: str) -> None:
                          f"weights v{score['weights_version']}; correctness "
                          f"{score['correctness_rate']:.0%}, DSL adoption "
                          f"{score['dsl_adoption_rate']:.0%}"
-                         + ("" if score["ranked"] else "; never ranked (check mode)"
-                            if detail.get("mode") == "check" else "; not ranked (under review)"))
+                         + ("" if score["ranked"] else "; " + _not_ranked_because(detail)))
     out = console()
     # Lines a script can grep whole (soft wrap: never cut): the outcome first, each error last.
     out.print(f"submission {detail['id']} ({detail['team']}, {release['name']}@v"
@@ -553,7 +552,9 @@ def _report(api: Api, detail: dict[str, Any], fmt: str) -> None:
     out.print(table)
     if outcome.get("check") or detail.get("mode") == "check":
         out.print("check mode: evaluated like any submission but never ranked (no board, "
-                  "export or analysis shows it); it used the daily check quota.", soft_wrap=True)
+                  "export or analysis shows it); " + (
+                      "an interpreter check uses no quota." if outcome.get("interpreter")
+                      else "it used the daily check quota."), soft_wrap=True)
     if outcome.get("interpreter"):
         out.print("interpreter check: Triton's CPU interpreter ran this, not a GPU. No time is "
                   "measured and it is never ranked; the interpreter computes some bf16 "
@@ -563,6 +564,18 @@ def _report(api: Api, detail: dict[str, Any], fmt: str) -> None:
             out.print(f"{job['operator']}: {job['status']}: {job['error']}", soft_wrap=True)
     for operator, r in failures:
         out.print(f"{operator} / {r['shape_id']}: {_shape_error(r)}", soft_wrap=True)
+
+
+def _not_ranked_because(detail: dict[str, Any]) -> str:
+    """Why a score is not ranked, as its submission's page says it."""
+    outcome, score = detail.get("outcome") or {}, detail.get("score") or {}
+    if detail.get("mode") == "check":
+        return "never ranked (check mode)"
+    if outcome.get("interpreter"):
+        return "never ranked (interpreter check: no GPU time)"
+    if score.get("lost_jobs") or not score.get("complete", True):
+        return "not ranked until every job has ended"
+    return "not ranked (a result is under review)"
 
 
 def _shape_error(result: dict[str, Any]) -> str:

@@ -41,7 +41,7 @@ from submissions.forms import (
     form_or_400,
 )
 from submissions.models import EvaluationJob, ShapeResult
-from submissions.ncu import ncu_profile_request, ncu_profiles_of
+from submissions.ncu import ncu_available, ncu_profile_request, ncu_profiles_of
 from submissions.profile import submission_profile
 from submissions.selectors import (
     active_weights_score,
@@ -246,6 +246,7 @@ def submission_page(request: ViewerRequest, pk: int) -> HttpResponse:
         # Once every job has ended: per-shape sections a poll would close again.
         "profile": None if live else submission_profile(submission),
         "ncu_profiles": ncu_profiles_of(submission),
+        "ncu_available": None if request.htmx else ncu_available(submission),
         # Outside the live part: a poll does not read them.
         "iteration": None if request.htmx else iteration_links(request.viewer, submission),
         "own": request.viewer.team == submission.team,
