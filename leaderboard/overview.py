@@ -21,7 +21,7 @@ from leaderboard.selectors import (
     production_baseline,
 )
 from portal import derived_cache
-from submissions.models import ShapeResult, Submission
+from submissions.models import Candidate, ShapeResult, Submission
 
 INDEX_CACHE_S = 30
 HEADLINE_ROWS = 5
@@ -143,10 +143,13 @@ def operator_leaders(weight_set: WeightSet, rows: list[dict[str, Any]],
     by_submission = dict(SubmissionScore.objects.filter(weight_set=weight_set,
                                                         submission_id__in=wanted)
                          .values_list("submission_id", "by_operator"))
+    # an operator a team left out scores 0 in its S_agg, but leads nowhere
+    submitted = set(Candidate.objects.filter(submission_id__in=wanted)
+                    .values_list("submission_id", "operator__name"))
     leaders = []
     for operator in sorted(weight_set.weights, key=lambda op: -weight_set.weights[op]):
-        scores = [(s, team) for pk, team in ranked.items()
-                  if (s := (by_submission.get(pk) or {}).get(operator)) is not None]
+        scores = [(s, team) for pk, team in ranked.items() if (pk, operator) in submitted
+                  and (s := (by_submission.get(pk) or {}).get(operator)) is not None]
         best = max(scores, default=None, key=lambda pair: pair[0])
         baseline = (by_submission.get(reference["submission"]) or {}).get(operator) \
             if reference else None

@@ -88,9 +88,12 @@ def quota_status(team: Team) -> QuotaStatus:
                                             infrastructure_failure=False)
                .exclude(mode=EvaluationJob.Mode.INTERPRETER)))
         .values_list("mode").annotate(n=Count("pk")).order_by())
+    # An admin's re-run (a low-priority attempt) is the portal's work, not the team's: it
+    # holds none of the team's concurrent slots.
     active = Submission.objects.filter(team=team).filter(
         Exists(EvaluationJob.objects.filter(candidate__submission=OuterRef("pk"),
-                                            status__in=EvaluationJob.Status.active())))
+                                            status__in=EvaluationJob.Status.active(),
+                                            low_priority=False)))
     return QuotaStatus(daily_limit=team.daily_submission_quota,
                        used_today=counted.get(MODE_RANKED, 0),
                        concurrent_limit=team.concurrent_job_quota, active=active.count(),
