@@ -75,22 +75,21 @@ class Cell(NamedTuple):
     note: str = ""  # a second, smaller line: the board's own score's interval
 
 
-# The page's columns: the exports' (COLUMNS), and how many shapes each row covers.
-PAGE_COLUMNS = (*COLUMNS[:4], "shapes", *COLUMNS[4:])
-PAGE_LABELS = {**COLUMN_LABELS, "shapes": "Shapes"}
-
-
 def _cells(row: dict[str, Any], baseline: bool = False,
            empty_columns: frozenset[str] = frozenset(),
            coverage: Coverage | None = None) -> list[Cell]:
     cells = [cell._replace(label=COLUMN_LABELS[column])
              for column, cell in zip(COLUMNS, _values(row, baseline, empty_columns), strict=True)]
-    # A row's S_op stand on the shapes it covers: a recorded or cancelled evaluation may
-    # cover few of an operator's (the tooltip gives each operator's count).
-    shapes = Cell("–", True, [], label="Shapes") if coverage is None else Cell(
-        coverage.text, True, [], f"scored-tier shapes covered: {coverage.detail}"
-        if not coverage.dev_only else "the dev tier only (an interpreter check)", "Shapes")
-    return [*cells[:4], shapes, *cells[4:]]
+    if coverage is not None:
+        # A row's S_op stand on the shapes it covers: a recorded or cancelled evaluation may
+        # cover few of an operator's. Under its number, the count; each operator's on hover.
+        at = COLUMNS.index("submission")
+        detail = ("the dev tier only (an interpreter check)" if coverage.dev_only
+                  else f"scored-tier shapes covered: {coverage.detail}")
+        cells[at] = cells[at]._replace(
+            note=f"{coverage.text} shapes" if not coverage.dev_only else "dev tier",
+            title="\n".join(t for t in (cells[at].title, detail) if t))
+    return cells
 
 
 def _values(row: dict[str, Any], baseline: bool, empty_columns: frozenset[str]) -> list[Cell]:
@@ -144,7 +143,7 @@ def board_page(request: HtmxRequest, pk: int, hardware: str,
             "baseline_table": [_cells(row, baseline=True, empty_columns=empty,
                                       coverage=covered.get(row["submission"]))
                                for row in data["baselines"]],
-            "columns": [(c, PAGE_LABELS[c]) for c in PAGE_COLUMNS],
+            "columns": [(c, COLUMN_LABELS[c]) for c in COLUMNS],
             "number_columns": NUMBER_COLUMNS, "sort": sort,
             "query": query.urlencode()})
 

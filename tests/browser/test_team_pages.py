@@ -134,7 +134,8 @@ def test_a_rejected_upload_shows_its_message_and_stores_nothing(page: Page, tmp_
     expect(page.get_by_label("Release").locator("option:checked")).to_have_text(
         "atrex-fixture v1 (newest)")
     # the refusal is also shown at the field it is about, which the top message links to
-    expect(page.locator("#field-operator .field-error")).to_contain_text("no operator named")
+    expect(page.locator("#error-operator")).to_contain_text("no operator named")
+    expect(page.get_by_label("Operator")).to_have_attribute("aria-describedby", "error-operator")
     expect(error.get_by_role("link", name="Go to the field.")).to_have_attribute(
         "href", "#field-operator")
     screenshot(page, "upload-rejected")

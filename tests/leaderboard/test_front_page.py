@@ -85,8 +85,9 @@ def test_a_board_row_says_how_many_of_each_operators_shapes_it_covers(world: Wor
     assert coverage.detail.startswith(f"gemm_fp16 {SHAPES}/{scored_tier['gemm_fp16']}, "
                                       f"rms_norm {SHAPES}/")  # the submitted first
     page = Client().get(f"/boards/{world.release.pk}/H200/").content.decode()
-    cell = re.search(r'<td data-label="Shapes" class="num" title="([^"]*)">([^<]*)</td>', page)
-    assert cell is not None and cell.group(2) == coverage.text
+    cell = re.search(rf'<td data-label="Sub\u00admission" title="([^"]*)">#{red.pk}'
+                     r'<small class="interval">([^<]*)</small></td>', page)
+    assert cell is not None and cell.group(2) == f"{coverage.text} shapes"
     assert "rms_norm 3/" in cell.group(1)
 
 
