@@ -43,7 +43,9 @@ SHAPES = ["llama8b-decode-t32-h4096", "llama8b-prefill-t4096-h4096"]
 # checked its calls (benchmarks/results/h200-2026-11-29/check.log, the same H200 kind).
 BEFORE_HARDENING_US = {"llama8b-decode-t32-h4096": 1.95, "llama8b-prefill-t4096-h4096": 17.18}
 # What tests/adversarial/test_cpu_cases.py leaves to a GPU; run first.
-GPU_FIRST = ["cache_fingerprint", "cache_id_version", "batch_and_skip", "forge_marker",
+GPU_FIRST = ["restore_before_the_end", "persistent_dispatch_mode_eager",
+             "persistent_dispatch_mode", "library_override", "guard_disabled",
+             "handover_helper", "cache_fingerprint", "cache_id_version", "batch_and_skip", "forge_marker",
              "side_stream", "persisting_l2", "cache_data_ptr", "call_count_skip", "gpu_oom",
              "huge_host_alloc"]
 

@@ -30,7 +30,20 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .compare import as_output_dict
 from .device_memory import release_cached_memory
 from .dsl import DslAdapter, LaunchRecorder, adapter_for, credit_compiled, launch_names
-from .integrity import Fingerprint, changed, fingerprint
+from .integrity import (
+    Fingerprint,
+    FingerprintWatch,
+    HookState,
+    RegistrationWatch,
+    changed,
+    code_loaded_since,
+    fingerprint,
+    hook_state,
+    hooks_changed,
+    install_audit_tripwire,
+    loaded_mark,
+    mapped_libraries,
+)
 from .operator_files import (
     candidate_model_class,
     import_file,
@@ -40,9 +53,18 @@ from .operator_files import (
 )
 from .output_area import AreaFull, AreaWriter
 from .steps import Steps
-from .timed_calls import FreshInputs, TimedCall, TimedCallChecks
+from .timed_calls import (
+    FlowError,
+    FreshInputs,
+    TimedCall,
+    TimedCallFlow,
+    bitwise_equal,
+    input_sample,
+    no_python_dispatch,
+)
 
 TRACEBACK_TAIL_CHARS = 3000
+INTEGRITY_FAILED = "integrity check failed"
 POISON_BYTE = 0xFF  # NaN in every float format, -1 in signed integers
 MAX_POISON_BYTES = 2 * 1024**3
 
@@ -98,8 +120,14 @@ class ChildRuntime:
         self.fatal = False  # set when this process can no longer run CUDA work
         self.request_id: int | None = None  # echoed in every event: the parent resyncs on it
         self.guarded: Fingerprint | None = None  # taken before the candidate is imported
+        self._watch: FingerprintWatch | None = None  # the same, compared between timed calls
+        self._hooks_at_bind: HookState = {}
+        self._registrations: RegistrationWatch | None = None
+        self._libraries: frozenset[str] = frozenset()
+        self._loads_seen = 0
         self._events_at_bind: TextIO = events
         self._commands: TextIO = sys.stdin
+        self._commands_at_serve: TextIO = sys.stdin
         self._threads_at_bind: set[int | None] = set()
 
     def _recorder(self) -> LaunchRecorder:
@@ -134,6 +162,11 @@ class ChildRuntime:
         self.input_module = import_file(self.workdir / "operator" / "input.py",
                                         "atrex_operator_input")
         self.guarded = _fingerprint(self.adapter)
+        self._watch = FingerprintWatch(*_guarded_spaces(self.adapter))
+        self._hooks_at_bind = hook_state()
+        self._registrations = RegistrationWatch()
+        self._libraries = mapped_libraries()
+        self._loads_seen = loaded_mark()
         self._events_at_bind = self.events
         self._threads_at_bind = {t.ident for t in threading.enumerate()}
         return {}
@@ -148,6 +181,7 @@ class ChildRuntime:
 
     def serve(self, commands: TextIO) -> None:
         self._commands = commands  # the parent's answers to a hand-over arrive here too
+        self._commands_at_serve = commands
         for line in commands:
             request = json.loads(line)
             command = request.pop("cmd")
@@ -187,23 +221,24 @@ class ChildRuntime:
         try:
             self._check_integrity(command)  # a patch explains the failure better
         except StageError as integrity:
-            error = integrity
+            if not error.message.startswith(INTEGRITY_FAILED):  # (the first one found stays)
+                error = integrity
         ChildRuntime.emit(self, event="error", stage=error.stage, message=error.message,
                           traceback=error.tb, fatal=self.fatal)
 
-    def _check_threads(self) -> None:
+    def _check_threads(self, stage: str = "adoption") -> None:
         """Work must happen in forward, on the calling thread: a Python thread the candidate
         started runs where neither the launch recorder nor the timed region can see it."""
         started = [t for t in threading.enumerate() if t.ident not in self._threads_at_bind
                    and t.is_alive()]
         if started:
             names = ", ".join(sorted(t.name for t in started)[:5])
-            raise StageError("adoption", f"the candidate runs {len(started)} background "
+            raise StageError(stage, f"the candidate runs {len(started)} background "
                                          f"thread(s) ({names}); all work must happen inside "
                                          "forward, on the calling thread")
         others = _other_processes()
         if others:
-            raise StageError("adoption", f"the candidate started {others} other process(es); "
+            raise StageError(stage, f"the candidate started {others} other process(es); "
                                          "all work must happen inside forward, in this process")
 
     def _check_integrity(self, command: str) -> None:
@@ -215,12 +250,50 @@ class ChildRuntime:
             replaced.append("the result channel (ChildRuntime.events)")
         replaced += [f"ChildRuntime.{name} (on the instance)" for name in list(vars(self))
                      if hasattr(type(self), name)]
+        self._fail_if_tampered(replaced, self._installed(look=True),
+                               _STAGE_OF.get(command, "harness"))
+
+    def _installed(self, look: bool = False) -> list[str]:
+        """Hooks the candidate left where the harness's own calls run into them, and kernels
+        registered for aten operators (from Python always; from C++ where a shared object
+        was mapped since the last look, which only a library load or an import can do)."""
+        found = hooks_changed(self._hooks_at_bind, hook_state())
+        if self._registrations is not None:
+            found += self._registrations.python_overrides()[:3]
+            if look or code_loaded_since(self._loads_seen):  # (a raw dlopen is seen at `look`)
+                self._loads_seen = loaded_mark()
+                libraries = mapped_libraries()
+                if libraries != self._libraries:
+                    self._libraries = libraries
+                    found += self._registrations.tables_changed()[:3]
+        return found
+
+    def _fail_if_tampered(self, replaced: list[str], installed: list[str], stage: str) -> None:
+        if not replaced and not installed:
+            return
+        self.fatal = True  # this process can no longer be trusted to measure anything
+        parts = []
         if replaced:
-            self.fatal = True  # this process can no longer be trusted to measure anything
-            shown = ", ".join(replaced[:8]) + (f" and {len(replaced) - 8} more"
-                                               if len(replaced) > 8 else "")
-            raise StageError(_STAGE_OF.get(command, "harness"),
-                             f"integrity check failed: the candidate replaced {shown}")
+            parts.append(f"the candidate replaced {_listed(replaced)}")
+        if installed:
+            parts.append(f"the candidate left installed {_listed(installed)} (nothing of the "
+                         "candidate's may run between its calls)")
+        raise StageError(stage, f"{INTEGRITY_FAILED}: " + "; ".join(parts))
+
+    def _guard(self) -> None:
+        """Between two timed calls, before the harness draws, saves or compares anything:
+        nothing of the candidate's may be in place to run inside that work."""
+        if self._watch is None:
+            return
+        replaced = self._watch.changed()
+        if self.events is not self._events_at_bind or self._commands is not self._commands_at_serve:
+            replaced.append("the channel to the parent (ChildRuntime)")
+        self._fail_if_tampered(replaced, self._installed(), "performance")
+        try:
+            self._check_threads("performance")
+        except StageError:
+            self.fatal = True  # its threads or processes run on: the next shape gets a new child
+            raise
 
     # -- stages --------------------------------------------------------------------------
 
@@ -290,25 +363,48 @@ class ChildRuntime:
 
     def _save_call(self, result: object, inputs: Mapping[str, Any],
                    before: Mapping[str, torch.Tensor], stage: str) -> dict[str, Any]:
-        """Outputs and changed inputs of one call, in the output area, for the parent."""
+        """Outputs and changed inputs of one call, in the output area, for the parent.
+        On the device: comparisons of the inputs (timed_calls.rehearse_gap does the same
+        for the device accounting) and copies, nothing else."""
         outputs = self._checked_outputs(result, stage)
-        modified = {k: inputs[k] for k, v in before.items() if not _bitwise_equal(v, inputs[k])}
-        aliases = {o: i for o, t in outputs.items() for i, v in inputs.items()
-                   if isinstance(v, torch.Tensor) and _overlaps(t, v)}
-        try:
-            offset, layout = self.area.write_call(outputs, modified)
-        except AreaFull as exc:
-            raise StageError(stage, str(exc)) from None
-        return {"offset": offset, "layout": layout, "aliases": aliases}
+        with no_python_dispatch():
+            modified = {k: inputs[k] for k, v in before.items()
+                        if not bitwise_equal(v, inputs[k])}
+            aliases = {o: i for o, t in outputs.items() for i, v in inputs.items()
+                       if isinstance(v, torch.Tensor) and _overlaps(t, v)}
+            try:
+                offset, layout = self.area.write_call(outputs, modified)
+            except AreaFull as exc:
+                raise StageError(stage, str(exc)) from None
+            given = input_sample(before)
+        return {"offset": offset, "layout": layout, "aliases": aliases, "input_sample": given}
 
     def _hand_over(self, saved: dict[str, Any]) -> None:
         """Wait until the parent has judged (or copied) a saved timed call: until it answers
         no code of the candidate runs, so none can rewrite in the output area what is judged
         (a timed call whose work was skipped, fixed up in a later call the median never sees).
         """
+        others = _other_processes()
+        if others:  # it could rewrite the output area while the parent reads it
+            self.fatal = True
+            raise StageError("performance", f"{others} other process(es) of the candidate's "
+                                            "were alive at the hand-over of a checked call; all "
+                                            "work must happen inside forward, in this process")
         ChildRuntime.emit(self, event="handover", **saved)
-        if not self._commands.readline():
+        if not self._commands_at_serve.readline():
             raise StageError("harness", "the parent closed the command channel")
+
+    def _ask(self, question: dict[str, Any]) -> dict[str, Any]:
+        """The parent's answer between two timed calls (timed_calls.TimedCallFlow): whether
+        the call that returned is checked, and the next call's seed."""
+        ChildRuntime.emit(self, event="ask", **question)
+        line = self._commands_at_serve.readline()
+        if not line:
+            raise StageError("harness", "the parent closed the command channel")
+        answer = json.loads(line)
+        if not isinstance(answer, dict) or answer.get("cmd") != "answer":
+            raise StageError("harness", "the parent's answer between timed calls is garbled")
+        return answer
 
     def do_adoption(self, request: dict[str, Any]) -> dict[str, Any]:
         model = self.model_for(request)
@@ -363,7 +459,13 @@ class ChildRuntime:
         }
 
     def do_timing(self, request: dict[str, Any]) -> dict[str, Any]:
-        from .timing import MarkersForged, TimingSettings, not_measured
+        from .timing import (
+            GapAllowance,
+            MarkersForged,
+            TimingSettings,
+            WorkOutsideWindow,
+            not_measured,
+        )
 
         model = self.model_for(request)
         settings = TimingSettings(**request["settings"])
@@ -382,44 +484,55 @@ class ChildRuntime:
             self._hand_over({**saved, "seed": call.seed, "sample": call.sample})
             return saved
 
-        checks = TimedCallChecks(save, settings.check_probability, settings.max_checks)
+        flow = TimedCallFlow(fresh, self._ask, save, self._guard)
 
         def forward(inputs: Mapping[str, torch.Tensor]) -> object:
             with torch.no_grad():
                 return model(**inputs)
 
-        if self.device.type == "cuda":
-            from .timing import CudaContextCorrupted, measure_forward
+        try:
+            if self.device.type == "cuda":
+                from .graph_capture import CudaContextCorrupted
+                from .timing import measure_forward
 
-            try:
-                report = measure_forward(forward, sets, settings, fresh.refill, checks.after,
-                                         steps=self.steps)
-            except CudaContextCorrupted as exc:
-                self.fatal = True
-                raise StageError("performance", str(exc), _tail()) from exc
-            except MarkersForged as exc:
-                raise StageError("performance", f"the timing records were tampered with: {exc}; "
-                                                "no kernel may be named like the harness's "
-                                                "markers") from exc
-        else:
-            with self.steps("timing.warmup"):
-                for inputs in sets:  # the warm-up calls a GPU run makes before timing
-                    forward(inputs)
-            launches = self._recorder()
-            for sample in range(settings.unmeasured_calls):
-                index = sample % len(sets)
-                with self.steps("timing.sample.fresh_inputs"):
-                    seed, before = fresh.refill(index)
-                with self.steps("timing.sample.call"), self.adapter.recording(launches):
-                    result = forward(sets[index])
-                with self.steps("timing.sample.spot_checks"):
-                    checks.after(TimedCall(sample, seed, sets[index], before, result))
-            report = not_measured("not measured: no GPU (CPU interpreter mode)")
-            report.timed_kernel_names = sorted(launch_names(launches))
+                try:
+                    report = measure_forward(forward, sets, settings, flow, steps=self.steps,
+                                             allowance=GapAllowance.from_wire(
+                                                 request.get("gap_allowance")))
+                except CudaContextCorrupted as exc:
+                    self.fatal = True
+                    raise StageError("performance", str(exc), _tail()) from exc
+                except MarkersForged as exc:
+                    raise StageError("performance", f"the timing records were tampered with: "
+                                                    f"{exc}; no kernel may be named like the "
+                                                    "harness's markers") from exc
+                except WorkOutsideWindow as exc:
+                    raise StageError("performance", str(exc)) from exc
+            else:
+                with self.steps("timing.warmup"):
+                    for inputs in sets:  # the warm-up calls a GPU run makes before timing
+                        forward(inputs)
+                launches = self._recorder()
+                for sample in range(settings.unmeasured_calls):
+                    index = sample % len(sets)
+                    with self.steps("timing.sample.fresh_inputs"):
+                        seed, before = flow.before(index)
+                    with self.steps("timing.sample.call"), self.adapter.recording(launches):
+                        result = forward(sets[index])
+                    flow.after(TimedCall(sample, seed, sets[index], before, result))
+                    del result
+                report = not_measured("not measured: no GPU (CPU interpreter mode)")
+                report.timed_kernel_names = sorted(launch_names(launches))
+            with self.steps("timing.sample.spot_checks"):
+                checked = flow.finish()
+        except FlowError as exc:
+            self.fatal = self.fatal or str(exc).startswith(INTEGRITY_FAILED)
+            raise StageError("performance", str(exc)) from exc
         self._check_threads()
         report.fresh_inputs = fresh.fresh
-        report.checked_calls = len(checks.finish())
-        return {"timing": report.to_dict(), "checked_calls": checks.saved}
+        report.checked_calls = len(checked)
+        report.timed_calls = flow.calls
+        return {"timing": report.to_dict(), "checked_calls": checked}
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -458,11 +571,19 @@ class ChildRuntime:
 _STAGE_OF = {"correctness": "correctness", "adoption": "adoption", "timing": "performance"}
 
 
-def _fingerprint(adapter: DslAdapter) -> Fingerprint:
+def _guarded_spaces(adapter: DslAdapter) -> tuple[list[str], list[tuple[str, type]]]:
     # atrex_operator_input: the operator's input.py, which draws the inputs the candidate
     # gets; replaced, it would let a candidate see (or make) every input ahead of time.
-    return fingerprint(extra_modules=[*adapter.guarded_modules(), "atrex_operator_input"],
-                       extra_classes=adapter.guarded_classes())
+    return [*adapter.guarded_modules(), "atrex_operator_input"], adapter.guarded_classes()
+
+
+def _fingerprint(adapter: DslAdapter) -> Fingerprint:
+    modules, classes = _guarded_spaces(adapter)
+    return fingerprint(extra_modules=modules, extra_classes=classes)
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
 
 
 # Read before any candidate code runs: the sandbox says whether this process has a PID
@@ -509,12 +630,6 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def _bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    return bool(torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)))
-
-
 def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
         return False
@@ -557,6 +672,7 @@ def main() -> None:
                                  "message": f"child start failed: {exc}", "traceback": _tail()}))
         events.flush()
         raise
+    install_audit_tripwire()  # before any candidate code: it sees every later audit hook
     started = time.perf_counter()
     runtime.warm_up()
     ChildRuntime.emit(runtime, event="ready", device=str(runtime.device), torch=torch.__version__,

@@ -49,13 +49,15 @@ from .sandbox import (
     ChildDied,
     ChildProcess,
     ChildTimeout,
+    EventHandler,
     HarnessError,
     SandboxSettings,
     WarmChildren,
     describe_exit,
 )
 from .steps import Steps, checked_child_steps
-from .timing import TimingSettings
+from .timed_calls import CallPlan, FlowError, input_sample, rehearse_gap
+from .timing import GapAllowance, TimingSettings, record_gap_allowance
 
 MAX_TIMING_SAMPLES = TimingSettings().max_samples
 
@@ -302,7 +304,7 @@ class _ShapeRun:
         return self.result
 
     def _request(self, command: dict[str, Any], timeout: float,
-                 on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                 on_event: EventHandler | None = None) -> dict[str, Any]:
         """One request to the child, its round trip timed apart from the judging the
         trusted side did meanwhile, and the child's own account of it merged in."""
         name = str(command["cmd"])
@@ -417,6 +419,10 @@ class _ShapeRun:
             payload = self._load_trial(event, expected, originals, taken)
         if isinstance(payload, str):
             return Comparison(False, float("inf"), float("inf"), None, payload)
+        if event.get("input_sample") != input_sample(originals):
+            return Comparison(False, float("inf"), float("inf"), None,
+                              "the call was not given the contents of the seed the parent drew "
+                              "(its input draw was pinned or replaced in the child)")
         tol = self.job.tolerance
         # comparing holds the outputs of both sides and the inputs twice: the trusted side's
         # memory too (compare_outputs works a chunk at a time to keep it small)
@@ -521,19 +527,25 @@ class _ShapeRun:
                                          max_checks=timing.unmeasured_calls)
         if self.checks == REFERENCE_CHECKS:
             timing = dataclasses.replace(timing, max_checks=1)
+        # a captured graph is trusted once a replay matched the eager call within these
+        timing = dataclasses.replace(timing, capture_atol=self.job.tolerance.atol,
+                                     capture_rtol=self.job.tolerance.rtol)
         graph_error = None
         poisoned_on = self.trusted.capture_poisoned_on
         if timing.allow_graph and poisoned_on is not None:
             timing = dataclasses.replace(timing, allow_graph=False)
             graph_error = (f"not tried: capturing this candidate's forward corrupted the CUDA "
                            f"context on shape {poisoned_on} of this evaluation")
-        request = {"cmd": "timing", **self.base, "seeds": [self.seeds.draw() for _ in range(sets)],
+        buffer_seeds = [self.seeds.draw() for _ in range(sets)]
+        request = {"cmd": "timing", **self.base, "seeds": buffer_seeds,
                    "settings": dataclasses.asdict(timing)}
+        if self.device.type == "cuda":
+            request["gap_allowance"] = self._gap_allowance(buffer_seeds[0]).to_wire()
         timeout = timing.max_seconds + self.settings.call_timeout_s
         clocks_before = environment.clocks(self.device)
-        checks = _TimedCallJudge(self, timing.max_checks)
+        checks = _TimedCallJudge(self, timing, buffer_seeds)
         try:
-            done = self._request(request, timeout, on_event=checks.on_handover)
+            done = self._request(request, timeout, on_event=checks.on_event)
         except CandidateError as exc:
             if not timing.allow_graph or "graph capture" not in exc.message:
                 raise
@@ -542,8 +554,8 @@ class _ShapeRun:
             self.trusted.capture_poisoned_on = self.spec.id
             graph_error = exc.message.splitlines()[0][:300]
             request["settings"] = dataclasses.asdict(dataclasses.replace(timing, allow_graph=False))
-            checks = _TimedCallJudge(self, timing.max_checks)
-            done = self._request(request, timeout, on_event=checks.on_handover)
+            checks = _TimedCallJudge(self, timing, buffer_seeds)
+            done = self._request(request, timeout, on_event=checks.on_event)
         self.result.environment = {**self.trusted.environment, "clocks_before": clocks_before,
                                    "clocks_after": environment.clocks(self.device)}
         report = _checked_timing(done.get("timing"))
@@ -554,9 +566,20 @@ class _ShapeRun:
             # the timer; its vendor kernels may differ from call to call with data-dependent
             # sizes (cuBLAS picks a GEMM kernel by M: an expert's tokens in MoE routing).
             _check_timed_kernels(report["timed_kernel_names"], self.observed_kernels)
-        checks.finish(done.get("checked_calls"))
+        checks.finish(done.get("checked_calls"), report)
         self.result.timing = report
         self.result.stage_reached = "performance"
+
+    def _gap_allowance(self, seed: int) -> GapAllowance:
+        """What the harness's own work between two timed calls launches on this device, done
+        here on the trusted side's tensors (timing.GapAllowance)."""
+        def draw(seed: int) -> dict[str, Any]:
+            return make_inputs(self.trusted.inputs, self.spec.input_kwargs, seed, self.device)
+
+        with _trusted_allocations(self.device), self.steps("gap_allowance"):
+            allowance = record_gap_allowance(rehearse_gap(draw, seed))
+        release_cached_memory(self.device)
+        return allowance
 
     def _input_bytes(self) -> int:
         """The size of one input set, measured once on a set the trusted side draws and drops."""
@@ -570,42 +593,71 @@ class _ShapeRun:
 
 
 class _TimedCallJudge:
-    """The checked timed calls of one timing request, judged as the child hands each over.
+    """The timed calls of one timing request, as the trusted side steers and judges them.
 
-    The child waits after saving a checked call until the parent answers (child._hand_over),
-    so no code of the candidate runs between the save and the judging: a timed call whose
-    work was skipped cannot be fixed up in the output area in a later call. Each call is
-    judged then, its layout checked against the reference for its seed before a byte is read;
-    on a shape judged one side at a time (larger than overlap_input_bytes: both sides cannot
-    hold it on the GPU at once), it is copied to host memory then and judged after the
+    Between two timed calls the child asks (timed_calls.TimedCallFlow); the judge answers
+    whether the call that just returned is checked and the seed of the next call's
+    contents, both drawn here, after that call returned: the child cannot choose, predict
+    or pin either. A checked call is handed over: the child waits after saving it until the
+    parent answers (child._hand_over), so no code of the candidate runs between the save and
+    the judging, and it is judged against the reference for the seed this side gave. On a
+    shape judged one side at a time (larger than overlap_input_bytes: both sides cannot
+    hold it on the GPU at once), the call is copied to host memory then and judged after the
     request, from that copy."""
 
-    def __init__(self, shape: _ShapeRun, max_checks: int) -> None:
-        self.shape, self.max_checks = shape, max_checks
+    def __init__(self, shape: _ShapeRun, timing: TimingSettings, buffer_seeds: Sequence[int]) -> None:
+        self.shape = shape
+        self.plan = CallPlan(shape.seeds.draw, timing.check_probability, timing.max_checks)
+        self.buffer_seeds = list(buffer_seeds)
         self.one_at_a_time = shape._input_bytes() > shape.settings.overlap_input_bytes
         self.handed: list[dict[str, Any]] = []
         self.failure: str | None = None
 
-    def on_handover(self, event: dict[str, Any]) -> None:
-        if event.get("event") != "handover":
-            return
-        if not (isinstance(event.get("seed"), int) and isinstance(event.get("sample"), int)) \
-                or len(self.handed) >= self.max_checks:
+    def on_event(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        kind = event.get("event")
+        if kind == "ask":
+            try:
+                return self.plan.answer(event)
+            except FlowError as exc:
+                raise CandidateError("performance", str(exc)) from None
+        if kind == "handover":
+            self._take(event)
+        return None
+
+    def _take(self, event: dict[str, Any]) -> None:
+        sample = event.get("sample")
+        picked = self.plan.picked
+        if not (isinstance(sample, int) and picked and sample == picked[-1]
+                and len(self.handed) == len(picked) - 1):
             raise CandidateError("performance", "the result channel sent an invalid hand-over "
                                                 "of a checked timed call")
+        # judged against the contents this side gave (or, where draws do not fit the
+        # buffers, the buffer set's own draw the child restored)
+        event = {**event, "seed": self._seed_of(sample)}
         self.handed.append(event)
+        self.shape.child.check_alone("the hand-over of a checked timed call")
         if self.one_at_a_time:
             self.shape.child.take_call(event.get("offset"), event.get("layout"))
         elif self.failure is None:
             self._judge(event, taken=False)
 
-    def finish(self, checked: object) -> None:
-        """Every call the child says it checked was handed over (same seed, sample and
-        place), at least one; all of them right."""
-        if not isinstance(checked, list) or not 1 <= len(checked) <= self.max_checks \
-                or [_call_key(c) for c in checked] != [_call_key(c) for c in self.handed]:
+    def _seed_of(self, sample: int) -> int:
+        if self.plan.fresh:
+            return self.plan.given[sample]
+        return self.buffer_seeds[sample % len(self.buffer_seeds)]
+
+    def finish(self, checked: object, report: Mapping[str, Any]) -> None:
+        """Every call the child says it checked was handed over (same sample and place),
+        at least one; every call the timing ran got its contents from here; all of the
+        checked ones right."""
+        if not isinstance(checked, list) or not 1 <= len(checked) <= self.plan.max_checks \
+                or [_call_key(c) for c in checked] != [_call_key(c) for c in self.handed] \
+                or len(self.handed) != len(self.plan.picked):
             raise CandidateError("performance", "the result channel sent no valid report of the "
                                                 "checked timed calls")
+        if report.get("timed_calls") != len(self.plan.given) or not self.plan.finished():
+            raise CandidateError("performance", "the timing report's calls are not the ones the "
+                                                "parent gave contents for")
         if self.one_at_a_time:
             for event in self.handed:
                 if self.failure is None:
@@ -622,10 +674,10 @@ class _TimedCallJudge:
             self.failure = f"timed call {event['sample']} gave a wrong result: {comparison.reason}"
 
 
-def _call_key(call: object) -> tuple[object, object, object]:
+def _call_key(call: object) -> tuple[object, object]:
     if not isinstance(call, dict):
-        return (None, None, None)
-    return (call.get("seed"), call.get("sample"), call.get("offset"))
+        return (None, None)
+    return (call.get("sample"), call.get("offset"))
 
 
 class _SeedSource:
@@ -687,6 +739,8 @@ def _checked_timing(timing: object) -> dict[str, Any]:
             not isinstance(timing.get(k), int | float | None) or isinstance(timing.get(k), bool)
             for k in numeric) or not isinstance(timing.get("timed_kernel_names"), list):
         raise CandidateError("performance", "the result channel sent a malformed timing report")
+    if not isinstance(timing.get("timed_calls"), int) or isinstance(timing.get("timed_calls"), bool):
+        raise CandidateError("performance", "the timing report does not say how many calls ran")
     if timing["measured"] and not (isinstance(timing.get("median_s"), int | float)
                                    and timing["median_s"] > 0):
         raise CandidateError("performance", "the timing report has no positive median")

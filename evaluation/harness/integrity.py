@@ -15,15 +15,23 @@ and the parent's own checks still face.
 
 from __future__ import annotations
 
+import builtins
+import gc
 import json
 import os
+import random
+import secrets
+import signal
 import sys
+import threading
 import time
 import types
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import numpy as np
 import torch
+import torch.library
 import torch.testing
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -37,9 +45,20 @@ _NAMESPACES: tuple[tuple[str, Any], ...] = (
     ("torch.cuda.Event", torch.cuda.Event), ("torch.cuda.Stream", torch.cuda.Stream),
     ("torch.cuda.CUDAGraph", torch.cuda.CUDAGraph), ("torch.testing", torch.testing),
     ("TorchDispatchMode", TorchDispatchMode),
+    # Where seeds and random picks come from, and the interpreter's own functions (open,
+    # __import__, ...): a candidate that pins these steers what it is given.
+    ("secrets", secrets), ("random", random), ("random.Random", random.Random),
+    ("builtins", builtins), ("torch.random", torch.random), ("numpy.random", np.random),
     # Profiler records as the timing and adoption code read them.
     *((("_KinetoEvent", torch._C._autograd._KinetoEvent),)
       if hasattr(torch._C._autograd, "_KinetoEvent") else ()),
+)
+# Objects the input draw relies on that are not callables themselves: the generators seeded
+# before every draw (a stand-in whose manual_seed does nothing pins the contents).
+_OBJECTS: tuple[tuple[str, Callable[[], object]], ...] = (
+    ("torch.random.default_generator", lambda: vars(torch.random).get("default_generator")),
+    ("torch.cuda.default_generators", lambda: torch.cuda.default_generators),
+    ("numpy.random.mtrand._rand", lambda: getattr(np.random.mtrand, "_rand", None)),
 )
 # Attributes known to be replaced lawfully at run time (lazy initialisation inside torch).
 _LAZY = frozenset({"torch.cuda._lazy_seed_tracker", "torch.cuda._initialized"})
@@ -49,6 +68,58 @@ def fingerprint(extra_modules: Iterable[str] = (),
                 extra_classes: Iterable[tuple[str, type]] = ()) -> Fingerprint:
     """Identity of every callable the harness relies on, and of its code object."""
     result: Fingerprint = {}
+    for key, space, attr in _entries(extra_modules, extra_classes):
+        value = _lookup(space, attr)
+        result[key] = (id(value), id(getattr(value, "__code__", None)))
+    for label, get in _OBJECTS:
+        result[label] = (id(get()), 0)
+    return result
+
+
+class FingerprintWatch:
+    """The fingerprint taken once, then compared fast (between two timed calls: ~1 ms for
+    the whole fingerprint if rebuilt, a fraction of that here)."""
+
+    def __init__(self, extra_modules: Iterable[str] = (),
+                 extra_classes: Iterable[tuple[str, type]] = ()) -> None:
+        # per entry: the namespace that holds it, the namespaces that would shadow it (the
+        # classes before its owner along the MRO), its identity and its code's
+        self._entries: list[tuple[str, Mapping[str, Any], tuple[Mapping[str, Any], ...], str,
+                                  int, int]] = []
+        for key, space, attr in _entries(extra_modules, extra_classes):
+            spaces = [vars(k) for k in space.__mro__] if isinstance(space, type) else [vars(space)]
+            at = next((i for i, d in enumerate(spaces) if attr in d), 0)
+            value = spaces[at].get(attr)
+            code = getattr(value, "__code__", None)
+            self._entries.append((key, spaces[at], tuple(spaces[:at]), attr, id(value),
+                                  0 if code is None else id(code)))
+        self._objects = [(label, get, id(get())) for label, get in _OBJECTS]
+
+    def changed(self) -> list[str]:
+        # (a function's code is compared only while the function itself is the same one)
+        found = [key for key, owner, shadows, attr, ident, code in self._entries
+                 if id(value := owner.get(attr)) != ident
+                 or (code and id(value.__code__) != code)  # type: ignore[union-attr]
+                 or (shadows and any(attr in d for d in shadows))]
+        found += [label for label, get, ident in self._objects if id(get()) != ident]
+        return found
+
+
+def _lookup(space: object, attr: str) -> object:
+    """What `space.attr` finds, without calling descriptors: a module's own attribute, or the
+    first class along a class's MRO that defines it (so an attribute set on torch.Tensor
+    that shadows torch._C.TensorBase's method is a change, not a new name)."""
+    if isinstance(space, type):
+        for klass in space.__mro__:
+            if attr in klass.__dict__:
+                return klass.__dict__[attr]
+        return None
+    return vars(space).get(attr)
+
+
+def _entries(extra_modules: Iterable[str],
+             extra_classes: Iterable[tuple[str, type]]) -> list[tuple[str, object, str]]:
+    """(name, the namespace it lives in, attribute) of every callable the harness relies on."""
     spaces = [*_NAMESPACES, *extra_classes]
     for name in _harness_modules(extra_modules):
         module = sys.modules[name]
@@ -56,12 +127,13 @@ def fingerprint(extra_modules: Iterable[str] = (),
         # The methods of the harness's own classes (ChildRuntime.emit, the recorders, ...).
         spaces += [(f"{name}.{attr}", value) for attr, value in vars(module).items()
                    if isinstance(value, type) and value.__module__ == name]
+    entries = []
     for label, space in spaces:
-        for attr, value in _callables(space):
+        for attr, _ in _callables(space):
             key = f"{label}.{attr}"
             if key not in _LAZY:
-                result[key] = (id(value), id(getattr(value, "__code__", None)))
-    return result
+                entries.append((key, space, attr))
+    return entries
 
 
 def changed(before: Mapping[str, tuple[int, int]], after: Mapping[str, tuple[int, int]]) -> list[str]:
@@ -77,7 +149,13 @@ def _harness_modules(extra: Iterable[str]) -> list[str]:
 
 
 def _callables(space: Any) -> Iterable[tuple[str, Any]]:
-    items = vars(space).items() if isinstance(space, type | types.ModuleType) else ()
+    if isinstance(space, type):  # its bases' attributes too, but object's
+        items = {attr: value for klass in reversed(space.__mro__[:-1])
+                 for attr, value in vars(klass).items()}.items()
+    elif isinstance(space, types.ModuleType):
+        items = vars(space).items()
+    else:
+        items = {}.items()
     for attr, value in list(items):
         if attr.startswith("__") and attr not in ("__torch_function__", "__init__", "__call__"):
             continue
@@ -85,3 +163,151 @@ def _callables(space: Any) -> Iterable[tuple[str, Any]]:
             continue
         if callable(value) or isinstance(value, staticmethod | classmethod | property):
             yield attr, value
+
+
+# -- hooks: places where code of the candidate's can run while the harness works -------------
+#
+# The fingerprint above says whether what the harness calls is still ours. A hook is the
+# other way in: code the candidate leaves registered with the interpreter, torch or Triton,
+# which then runs inside the harness's own calls (a dispatch mode that sees the timing
+# buffers refilled, an operator registration that does the work in `copy_`, a trace
+# function, a signal handler, a gc callback). None of them is used by the harness between
+# candidate calls, so the state at bind (before the candidate is imported) is the state the
+# child must be in whenever the harness works.
+
+HookState = dict[str, object]
+
+# Interpreter events that add a hook nobody can remove or list afterwards.
+_AUDIT_TRIPWIRES = frozenset({"sys.addaudithook", "sys.monitoring.register_callback"})
+_audit_seen: list[str] = []
+
+
+def install_audit_tripwire() -> None:
+    """Record every later attempt to add an audit hook (an audit hook runs on file opens,
+    imports and ctypes calls, the harness's included), and count library loads and imports
+    (code_loaded_since). Called once, before the candidate."""
+    def hook(event: str, args: tuple[object, ...]) -> None:
+        if event in _AUDIT_TRIPWIRES:
+            _audit_seen.append(event)
+        elif event in ("ctypes.dlopen", "import"):
+            _loads[0] += 1  # a new shared object may be mapped now: child._installed looks
+    sys.addaudithook(hook)
+
+
+def hook_state() -> HookState:
+    """The cheap part, taken before every timed call's contents are drawn (microseconds)."""
+    state: HookState = {
+        "a torch dispatch mode": torch._C._len_torch_dispatch_stack(),
+        # torch.set_default_device is one too: the harness says where its tensors go
+        "a torch function mode": torch._C._len_torch_function_stack(),
+        "a trace function (sys.settrace)": _ident(sys.gettrace()),
+        "a profile function (sys.setprofile)": _ident(sys.getprofile()),
+        "a trace function for threads (threading.settrace)": _ident(threading.gettrace()),
+        "a profile function for threads (threading.setprofile)": _ident(threading.getprofile()),
+        "an audit hook": len(_audit_seen),
+        "a garbage-collector callback (gc.callbacks)": tuple(_ident(c) for c in gc.callbacks),
+        "an import hook (sys.meta_path)": tuple(_ident(f) for f in sys.meta_path),
+        "a path hook (sys.path_hooks)": tuple(_ident(f) for f in sys.path_hooks),
+        "sys.excepthook": _ident(sys.excepthook),
+        "sys.unraisablehook": _ident(sys.unraisablehook),
+        "threading.excepthook": _ident(threading.excepthook),
+        "a signal handler": tuple((int(s), _ident(signal.getsignal(s))) for s in _SIGNALS),
+        "an interval timer": tuple(signal.getitimer(t) != (0.0, 0.0) for t in _TIMERS),
+    }
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None:  # Python 3.12: tools that see every call and line
+        state["a sys.monitoring tool"] = tuple(monitoring.get_tool(i) for i in range(6))
+    knobs = sys.modules.get("triton.knobs")
+    runtime = getattr(knobs, "runtime", None)
+    if runtime is not None:  # launch and compile hooks run inside the harness's launches
+        for name in ("launch_enter_hook", "launch_exit_hook", "jit_cache_hook",
+                     "jit_post_compile_hook", "kernel_load_start_hook", "kernel_load_end_hook",
+                     "kernel_unload_hook"):
+            state[f"triton.knobs.runtime.{name}"] = _ident(getattr(runtime, name, None))
+    for module_name in _HARNESS_KERNEL_MODULES:  # pre-run hooks on the harness's own kernels
+        module = sys.modules.get(module_name)
+        for attr, value in (vars(module).items() if module is not None else ()):
+            hooks = getattr(value, "pre_run_hooks", None)
+            if attr.startswith("_atrex") and isinstance(hooks, list):
+                state[f"a pre-run hook on {attr}"] = len(hooks)
+    return state
+
+
+class RegistrationWatch:
+    """Kernels registered for operators that existed before the candidate was imported.
+
+    A registration (torch.library's `impl`, or C++ in a library the candidate loads) can
+    replace what `aten::copy_` or `aten::normal_` does for the harness's own calls (its
+    draws, copies and comparisons are aten operators). torch itself registers lazily too,
+    but not for aten: torch.compile adds kernels for prims, inductor and c10d operators
+    (88 of them on the CPU, none aten). Meta kernels never run on real tensors."""
+
+    def __init__(self) -> None:
+        self._impls = frozenset(torch.library._impls)
+        self._count = len(self._impls)
+        self._ops = frozenset(n for n in torch._C._dispatch_get_all_op_names()
+                              if n.startswith("aten::"))
+        self._tables = _dispatch_tables(self._ops)
+
+    def python_overrides(self) -> list[str]:
+        """torch.library registrations on operators that existed (cheap: between calls)."""
+        if len(torch.library._impls) == self._count:
+            return []
+        found = []
+        for entry in set(torch.library._impls) - self._impls:
+            namespace, _, rest = entry.partition("/")
+            op, _, key = rest.rpartition("/")
+            if f"{namespace}::{op}" in self._ops and key != "Meta":
+                found.append(f"a kernel registered for {namespace}::{op} ({key})")
+        return sorted(found)
+
+    def tables_changed(self) -> list[str]:
+        """aten operators whose dispatch table changed (~35 ms for all of them: after a
+        library was loaded or a module imported, and after every request)."""
+        now = _dispatch_tables(self._ops)
+        return [f"a kernel registered for {name}" for name, table in self._tables.items()
+                if now.get(name) != table]
+
+
+def _dispatch_tables(ops: Iterable[str]) -> dict[str, int]:
+    return {name: hash(torch._C._dispatch_dump(name)) for name in ops}
+
+
+def hooks_changed(before: Mapping[str, object], after: Mapping[str, object]) -> list[str]:
+    return sorted(name for name, value in before.items() if after.get(name) != value)
+
+
+def _ident(value: object) -> int:
+    return 0 if value is None else id(value)
+
+
+_SIGNALS = tuple(s for s in signal.valid_signals()
+                 if s not in (signal.SIGKILL, signal.SIGSTOP))
+_TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
+_HARNESS_KERNEL_MODULES = ("evaluation.harness.timing",)
+
+
+def mapped_libraries() -> frozenset[str]:
+    """Shared objects mapped into this process: a new one may register operators from C++."""
+    found: set[str] = set()
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.rstrip("\n").split(None, 5)
+                if len(fields) == 6 and ".so" in fields[5]:
+                    found.add(fields[5])
+    except OSError:
+        return frozenset()
+    return frozenset(found)
+
+
+def code_loaded_since(mark: int) -> bool:
+    """Whether a library was loaded or a module imported since `loaded_mark()` said `mark`."""
+    return _loads[0] != mark
+
+
+def loaded_mark() -> int:
+    return _loads[0]
+
+
+_loads = [0]  # ctypes.dlopen and import events seen by the audit tripwire

@@ -168,6 +168,14 @@ class ChildGroup:
                          "and threads")
         return notes
 
+    def process_count(self) -> int:
+        """Processes (not threads) in the group now: unshare, the sandbox's init, the child,
+        and whatever they started."""
+        try:
+            return len((self.pids_dir / "cgroup.procs").read_text().split())
+        except OSError:
+            return 0
+
     def _memory_count(self) -> int:
         if self.hierarchy.version == 2:
             events = _counters(self.memory_dir / "memory.events")

@@ -159,6 +159,19 @@ def _punch(fd: int, offset: int, length: int) -> None:
     libc.fallocate(fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, offset, length)
 
 
+def _as_bytes(tensor: torch.Tensor) -> torch.Tensor:
+    """A tensor's elements in order, as bytes, moved by copies only: a non-contiguous one
+    through its storage's bytes, gathered on the host. (On a GPU, `.contiguous()` would be a
+    kernel between two timed calls, which the device accounting allows the harness none of.)"""
+    if tensor.is_contiguous():
+        return tensor.contiguous().reshape(-1).view(torch.uint8)
+    storage = torch.empty(tensor.untyped_storage().nbytes(), dtype=torch.uint8)
+    storage.untyped_storage().copy_(tensor.untyped_storage())
+    elements = storage.view(tensor.dtype)
+    gathered = elements.as_strided(tensor.shape, tensor.stride(), tensor.storage_offset())
+    return gathered.contiguous().reshape(-1).view(torch.uint8)
+
+
 def _aligned(value: int, boundary: int) -> int:
     return -(-value // boundary) * boundary
 
@@ -321,7 +334,7 @@ class AreaWriter:
         region = self._mapping.bytes(offset, span)
         for (_, _, tensor), start in zip(tensors, starts, strict=True):
             if tensor.numel():
-                flat = tensor.contiguous().reshape(-1).view(torch.uint8)
+                flat = _as_bytes(tensor)
                 region[start:start + flat.numel()].copy_(flat)
         self._next = offset + span
         return offset, [entry.to_wire() for entry in layout]

@@ -58,6 +58,9 @@ PASSED_ENV = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH
 SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 STDERR_TAIL_CHARS = 3000
 MAX_EVENT_BYTES = 4 * 2**20  # one event line; real ones are a few KiB
+# What the parent does with an event during a request; it answers a question ("ask") with
+# the dict it returns (sent to the child as a command line), other events with None.
+EventHandler = Callable[[dict[str, Any]], "dict[str, Any] | None"]
 
 
 def _share_of_memory(cap_gib: int, share: float = 0.5) -> int:
@@ -335,6 +338,7 @@ class ChildProcess:
         self._area: OutputArea | None = None  # this process's output area (output_area.py)
         self._group: ChildGroup | None = None
         self._breaches: list[str] = []  # limits hit by processes of this child now gone
+        self._processes_at_ready: int | None = None  # in its control group (check_alone)
 
     @property
     def restarts(self) -> int:
@@ -418,6 +422,7 @@ class ChildProcess:
         self.start_seconds.append(ready_at - self._started_at)
         if self.isolation.pid_namespace and self._process is not None:
             self._inner_pidfd = _pidfd_of_only_child(self._process.pid)
+        self._processes_at_ready = self._group.process_count() if self._group else None
 
     def close(self) -> None:
         if self._process is not None and self._process.poll() is None and self._process.stdin:
@@ -436,13 +441,13 @@ class ChildProcess:
     # -- requests ------------------------------------------------------------------------
 
     def request(self, command: Mapping[str, Any], timeout_s: float,
-                on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                on_event: EventHandler | None = None) -> dict[str, Any]:
         """Send one command; return its `done` event; raise on error, death or timeout."""
         self.ensure_started()
         return self._exchange(command, timeout_s, on_event)
 
     def _exchange(self, command: Mapping[str, Any], timeout_s: float,
-                  on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                  on_event: EventHandler | None = None) -> dict[str, Any]:
         assert self._process is not None and self._process.stdin is not None
         if self._area is not None:
             self._area.forget_taken()  # the last request's calls have all been judged
@@ -475,15 +480,31 @@ class ChildProcess:
                     self._cleanup()
                 raise CandidateError(str(event.get("stage")), str(event.get("message")),
                                      str(event.get("traceback", "")))
+            reply = None
             if on_event is not None:
                 try:
-                    on_event(event)
+                    reply = on_event(event)
                 except BaseException:
                     # The child is still working on this request: only a new one is in sync.
                     self._cleanup()
                     raise
             if kind == "handover":
                 self._let_go()
+            elif kind == "ask":
+                if reply is None:  # a question only the parent's judge of timed calls answers
+                    self._cleanup()
+                    raise ChannelCorrupted(str(command.get("cmd")), "the child asked a "
+                                           "question that this request does not answer")
+                self._answer(reply)
+
+    def _answer(self, reply: Mapping[str, Any]) -> None:
+        """The parent's answer to the child's question between two timed calls."""
+        assert self._process is not None and self._process.stdin is not None
+        try:
+            self._process.stdin.write((json.dumps({"cmd": "answer", **reply}) + "\n").encode())
+            self._process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._died() from None
 
     def _let_go(self) -> None:
         """The child waits after a hand-over until the parent has judged or copied the call."""
@@ -493,6 +514,19 @@ class ChildProcess:
             self._process.stdin.flush()
         except (BrokenPipeError, OSError):
             raise self._died() from None
+
+    def check_alone(self, moment: str) -> None:
+        """The child's processes are the ones it started with (its control group, read by
+        this side): a helper process the candidate left running could rewrite the output
+        area while this side reads it (CandidateError otherwise). Where there is no group
+        (not root), the child's own census (child._other_processes) is all there is."""
+        if self._group is None or self._processes_at_ready is None:
+            return
+        now = self._group.process_count()
+        if now > self._processes_at_ready:
+            raise CandidateError("performance", f"{now - self._processes_at_ready} process(es) "
+                                                f"besides the child were alive at {moment}: all "
+                                                "work must happen inside forward, in its process")
 
     def read_call(self, offset: object, layout: Sequence[tuple[TensorLayout, torch.dtype]],
                   device: torch.device) -> CallTensors:

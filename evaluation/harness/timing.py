@@ -43,10 +43,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import secrets
+import os
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -56,8 +57,9 @@ import triton.language as tl
 from torch.autograd import DeviceType  # type: ignore[attr-defined]
 
 from .confidence import bootstrap_spread
+from .graph_capture import prepare_launch
 from .steps import Steps
-from .timed_calls import TimedCall
+from .timed_calls import Flow, TimedCall, UncheckedFlow
 
 MIN_FLUSH_BYTES = 256 * 1024 * 1024
 Record = tuple[str, int, int]  # a device activity: name, start and end in ns
@@ -118,6 +120,22 @@ class TimingSettings:
     side_samples: int = 5
     side_samples_at_cap: int = 3
     allow_graph: bool = True
+    # Where an eager forward starts (issue 43, docs/measurement.md): "queued", its first
+    # launches queue behind the L2 sweep as a serving loop's queue behind the last forward,
+    # so the host's latency is paid only where the host is slower than the device; "idle",
+    # on an idle device after a synchronize, every host latency exposed (the rule before
+    # 2026-12-04, for the measurement report's comparison).
+    start: str = "queued"
+    # The timing thread pinned to the core it runs on while it samples (an unpinned
+    # host-bound forward moved 1.65x from round to round on the H200; pinned, within 1%).
+    pin_thread: bool = True
+    # Before the unprofiled samples an eager forward is scored by, detach the profiler's
+    # CUPTI callbacks, which stay subscribed after a session and tax every later launch.
+    detach_profiler: bool = True
+    # A captured graph is trusted once one replay reproduced the eager call within these
+    # (the operator's tolerance; graph_capture.graph_mismatch)
+    capture_atol: float = 1e-2
+    capture_rtol: float = 5e-2
     # "read" leaves L2 full of clean lines, as ncu's --cache-control all does; "write"
     # leaves dirty lines the candidate must write back first: on an H200 that added 3-4 us
     # to every memory-bound kernel (benchmarks/ncu_compare.py, docs/evaluator.md). "none"
@@ -168,6 +186,12 @@ class TimingReport:
     seconds_spent: float = 0.0
     fresh_inputs: bool | None = None  # new contents before every call (else restored ones)
     checked_calls: int = 0
+    timed_calls: int = 0  # calls whose contents the parent gave (every sample, both passes)
+    start: str | None = None  # TimingSettings.start
+    profiler_detached: bool = False  # CUPTI detached before the unprofiled samples
+    # Profiled samples whose gaps (the device's activity between two samples) held only the
+    # harness's own work: every profiled sample (check_gaps fails the shape otherwise).
+    accounted_samples: int = 0
     # The scored samples in the order taken (seconds): the trusted side checks their median is
     # median_s and derives the median's standard error from them (confidence.py).
     samples_s: list[float] = field(default_factory=list)
@@ -177,12 +201,12 @@ class TimingReport:
         return asdict(self)
 
 
-class CudaContextCorrupted(RuntimeError):
-    """A failed capture or a sticky error left this process's CUDA context unusable."""
-
-
 class MarkersForged(RuntimeError):
     """The device records hold markers the harness did not launch."""
+
+
+class WorkOutsideWindow(RuntimeError):
+    """The device ran work between two samples that the harness did not launch."""
 
 
 @dataclass(frozen=True)
@@ -214,23 +238,82 @@ def not_measured(reason: str) -> TimingReport:
     return TimingReport(measured=False, reason=reason)
 
 
+@dataclass(frozen=True)
+class GapAllowance:
+    """The kernels the harness's own work between two samples launches, by name and count:
+    one draw of new contents, and one checked call's save. Recorded by the trusted parent on
+    its own tensors (`record_gap_allowance`, before the timing request), never in the child,
+    where code of the candidate's has run and could have joined the rehearsal."""
+
+    draw: Counter[str]
+    per_check: Counter[str]
+
+    def to_wire(self) -> dict[str, dict[str, int]]:
+        return {"draw": dict(self.draw), "per_check": dict(self.per_check)}
+
+    @classmethod
+    def from_wire(cls, raw: object) -> GapAllowance | None:
+        if not isinstance(raw, dict):
+            return None
+        parts = [raw.get("draw"), raw.get("per_check")]
+        if not all(isinstance(p, dict) and all(isinstance(k, str) and isinstance(v, int)
+                                               for k, v in p.items()) for p in parts):
+            raise ValueError("a malformed gap allowance")
+        return cls(Counter(parts[0]), Counter(parts[1]))
+
+
+def record_gap_allowance(run: Callable[[Callable[[], None]], None]) -> GapAllowance:
+    """Profile the harness's gap work (timed_calls.rehearse_gap) on this device."""
+    flags = torch.zeros(2, dtype=torch.int32, device="cuda")
+    torch.cuda.synchronize()
+
+    def divide() -> None:
+        torch.cuda.synchronize()
+        _atrex_sample_end[(1,)](flags[1:])
+
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        run(divide)
+        torch.cuda.synchronize()
+    records = device_records(prof)
+    cut = next((i for i, r in enumerate(records) if r[0] == END_MARKER), len(records))
+    return GapAllowance(_kernel_counts(records[:cut]), _kernel_counts(records[cut + 1:]))
+
+
 def measure_forward(
     forward: Callable[[Mapping[str, torch.Tensor]], object],
     input_sets: Sequence[Mapping[str, torch.Tensor]],
     settings: TimingSettings,
-    refill: Callable[[int], tuple[int, Mapping[str, torch.Tensor]]] | None = None,
-    after_call: Callable[[TimedCall], None] | None = None,
+    flow: Flow | None = None,
     steps: Steps | None = None,
+    allowance: GapAllowance | None = None,
 ) -> TimingReport:
-    """Time the forward. `refill(i)` gives input set i new contents before a sample and
-    returns their seed and a copy; `after_call` sees every call (for the spot checks);
-    `steps` receives where the seconds went (warm-up, capture, samples, profiler)."""
+    """Time the forward. `flow` does what happens between two calls (timed_calls: new
+    contents before each, the parent's checks after); `steps` receives where the seconds
+    went (warm-up, capture, samples, profiler); with `allowance`, every profiled sample's
+    gap is accounted for (check_gaps)."""
     started = time.perf_counter()
     steps = steps if steps is not None else Steps()
-    launch, method, graph_error, call_s = _prepare_launch(forward, input_sets,
-                                                         settings.allow_graph, steps)
+    prepared = prepare_launch(forward, input_sets, settings.allow_graph, steps,
+                              settings.capture_atol, settings.capture_rtol)
+    launch, method, graph_error, call_s = (prepared.run, prepared.method,
+                                           prepared.graph_error, prepared.call_s)
+    if settings.start not in ("queued", "idle"):
+        raise ValueError(f"unknown start {settings.start!r}")
     sampler = Sampler(launch, input_sets, L2Flusher(settings.flush),
-                       persisting_l2_resetter(), refill, after_call, steps)
+                       persisting_l2_resetter(), flow, steps, allowance,
+                       start_idle=settings.start == "idle")
+    with pinned_thread(settings.pin_thread):
+        report = _sample_until_known(sampler, method, settings, call_s, started)
+    report.graph_error = graph_error
+    report.stop_rule = settings.stop_rule
+    report.accounted_samples = sampler.accounted
+    report.start = settings.start
+    return report
+
+
+def _sample_until_known(sampler: Sampler, method: str, settings: TimingSettings,
+                        call_s: float, started: float) -> TimingReport:
+    """The profiled and plain batches (module docstring) until the median is known."""
     side = settings.side_samples if call_s * settings.side_samples < settings.max_seconds / 2 \
         else settings.side_samples_at_cap
     batch_started = time.perf_counter()
@@ -243,6 +326,8 @@ def measure_forward(
     if not windows:
         return TimingReport(measured=False, reason="no kernel records captured", method=method)
     by_events = method == "eager" and events_see_everything(windows)
+    if by_events and settings.detach_profiler:
+        sampler.profiler_detached = detach_profiler()
     walls = [] if by_events else sampler.plain(side).walls
     scored = [] if by_events else scored_samples(method, windows, walls)[0]
     batch = settings.min_samples
@@ -262,10 +347,7 @@ def measure_forward(
         batch *= 2
     if not scored:
         return TimingReport(measured=False, reason="no kernel records captured", method=method)
-    report = _report(method, windows, walls, sampler, graph_error,
-                     time.perf_counter() - started)
-    report.stop_rule = settings.stop_rule
-    return report
+    return _report(method, windows, walls, sampler, None, time.perf_counter() - started)
 
 
 def _report(method: str, windows: list[ForwardWindow], walls: list[float],
@@ -292,6 +374,7 @@ def _report(method: str, windows: list[ForwardWindow], walls: list[float],
         timed_kernel_names=sorted(set().union(*(w.names for w in windows))),
         l2_flush_bytes=sampler.flush.nbytes,
         persisting_l2_reset=sampler.reset_persisting is not None,
+        profiler_detached=sampler.profiler_detached,
         graph_error=graph_error,
         seconds_spent=seconds,
         samples_s=list(scored),
@@ -370,72 +453,6 @@ def enough_samples(settings: TimingSettings, taken: int, rse: float, out_of_time
     return taken >= settings.min_samples and rse < settings.target_rse
 
 
-def _prepare_launch(
-    forward: Callable[[Mapping[str, torch.Tensor]], object],
-    input_sets: Sequence[Mapping[str, torch.Tensor]],
-    allow_graph: bool,
-    steps: Steps,
-) -> tuple[Callable[[int], object], str, str | None, float]:
-    """A launcher for input set i that returns that call's outputs, how it launches, why
-    it is not a graph, and the seconds of one warm-up call."""
-    torch.cuda.synchronize()
-    warm_started = time.perf_counter()
-    for inputs in input_sets:  # warm-up: compile and autotune outside capture
-        forward(inputs)
-    torch.cuda.synchronize()
-    steps.add("timing.warmup", time.perf_counter() - warm_started, len(input_sets))
-    call_s = (time.perf_counter() - warm_started) / len(input_sets)
-    if allow_graph:
-        try:
-            with steps("timing.graph_capture"):
-                graphs, outputs = _capture_graphs(forward, input_sets)
-        except RuntimeError as exc:
-            _check_context_usable(exc)
-            graph_error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-        else:
-            def replay(i: int) -> object:
-                graphs[i].replay()
-                return outputs[i]  # the graph writes its outputs to the captured tensors
-
-            return replay, "graph", None, call_s
-    else:
-        graph_error = "graph capture disabled for this shape"
-
-    def eager(i: int) -> object:
-        return forward(input_sets[i])
-
-    return eager, "eager", graph_error, call_s
-
-
-def _capture_graphs(
-    forward: Callable[[Mapping[str, torch.Tensor]], object],
-    input_sets: Sequence[Mapping[str, torch.Tensor]],
-) -> tuple[list[torch.cuda.CUDAGraph], list[object]]:
-    graphs, outputs = [], []
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        forward(input_sets[0])  # a side-stream warm-up, as torch.cuda.graphs recommends
-    torch.cuda.current_stream().wait_stream(stream)
-    for inputs in input_sets:
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            outputs.append(forward(inputs))
-        graphs.append(graph)
-    torch.cuda.synchronize()
-    return graphs, outputs
-
-
-def _check_context_usable(cause: BaseException) -> None:
-    try:
-        torch.cuda.synchronize()
-        probe = torch.randn(16, device="cuda")
-        float(probe.sum())
-    except RuntimeError as exc:
-        raise CudaContextCorrupted(f"CUDA context unusable after failed graph capture: {cause}") \
-            from exc
-
-
 @dataclass
 class Batch:
     windows: list[ForwardWindow]  # empty for a plain batch
@@ -443,40 +460,65 @@ class Batch:
 
 
 class Sampler:
-    """Runs samples (see the module docstring), profiled or plain; counts the calls."""
+    """Runs samples (see the module docstring), profiled or plain; counts the calls.
+
+    Profiled samples are accounted for on the device: every activity between two samples
+    must be the harness's own (`check_gaps` against the trusted side's GapAllowance)."""
 
     def __init__(self, launch: Callable[[int], object],
                  input_sets: Sequence[Mapping[str, torch.Tensor]], flush: L2Flusher,
-                 reset_persisting: Callable[[], None] | None,
-                 refill: Callable[[int], tuple[int, Mapping[str, torch.Tensor]]] | None,
-                 after_call: Callable[[TimedCall], None] | None,
-                 steps: Steps | None = None) -> None:
+                 reset_persisting: Callable[[], None] | None, flow: Flow | None,
+                 steps: Steps | None = None, allowance: GapAllowance | None = None,
+                 start_idle: bool = False) -> None:
         self.launch, self.input_sets, self.flush = launch, input_sets, flush
-        self.reset_persisting, self.refill, self.after_call = reset_persisting, refill, after_call
+        self.start_idle = start_idle
+        self.profiler_detached = False
+        self.reset_persisting = reset_persisting
+        self.flow: Flow = flow if flow is not None else UncheckedFlow()
         self.steps = steps if steps is not None else Steps()
+        self.allowance = allowance
         self.calls = 0
-        self.last_picked = False  # whether the last sample was picked to be checked
+        self.accounted = 0  # profiled samples whose gaps were checked
         self._flags = torch.zeros(2, dtype=torch.int32, device="cuda")
+        self.flow.watch("Sampler", self, ["launch", "input_sets", "flush", "reset_persisting",
+                                          "flow", "steps", "allowance", "start_idle",
+                                          "_flags"])
+        self.flow.watch("L2Flusher", flush, ["nbytes", "mode", "buffer", "grid", "sums",
+                                             "marker"])
 
     def profiled(self, count: int, check_one: bool = False) -> Batch:
         """`count` profiled samples; with `check_one`, one of them (each in turn with the
-        chance that leaves every one equally likely, drawn after its call) is checked."""
+        chance that leaves every one equally likely, drawn by the parent after its call) is
+        checked. The last call is settled before the profiler stops, so a check's save is
+        on the record too."""
         events = _events(count)
         activities = [torch.profiler.ProfilerActivity.CUDA]
-        picked = not check_one
+        if check_one:
+            self.flow.pick_one_of_next(count)
+        checks: list[int] = []  # per gap (before each sample, and after the last): saves
         # the session's own cost (start, stop, collecting records) is what this step holds
         # beyond its samples' steps
         with self.steps("timing.profiled_batches"), \
                 torch.profiler.profile(activities=activities) as prof:
-            for index, (start, end) in enumerate(events):
-                self._sample(start, end, pick=None if picked else 1 / (count - index))
-                picked = picked or self.last_picked
+            for start, end in events:
+                saved = self.flow.checks_saved
+                self._sample(start, end)
+                checks.append(self.flow.checks_saved - saved)
+            saved = self.flow.checks_saved
+            with self.steps("timing.sample.spot_checks"):
+                self.flow.settle()
+            checks.append(self.flow.checks_saved - saved)
             torch.cuda.synchronize()
         with self.steps("timing.records_parse"):
-            windows = forward_windows(device_records(prof), self.flush.marker)
-        if len(windows) != count:
-            raise MarkersForged(f"the device records hold {len(windows)} samples' markers for "
-                                f"{count} samples")
+            records = device_records(prof)
+            windows = forward_windows(records, self.flush.marker)
+            if len(windows) != count:
+                raise MarkersForged(f"the device records hold {len(windows)} samples' markers "
+                                    f"for {count} samples")
+            if self.allowance is not None:
+                check_gaps(records, self.flush.marker, self.allowance, checks,
+                           {n for w in windows for n in w.names})
+                self.accounted += count
         return Batch(windows, _elapsed(events))
 
     def plain(self, count: int) -> Batch:
@@ -487,20 +529,22 @@ class Sampler:
             torch.cuda.synchronize()
         return Batch([], _elapsed(events))
 
-    def _sample(self, start: torch.cuda.Event, end: torch.cuda.Event,
-                pick: float | None = None) -> None:
+    def _sample(self, start: torch.cuda.Event, end: torch.cuda.Event) -> None:
         index = self.calls % len(self.input_sets)
         steps = self.steps
         with steps("timing.sample.fresh_inputs"):
-            seed, before = self.refill(index) if self.refill is not None else (0, {})
+            seed, before = self.flow.before(index)
         with steps("timing.sample.l2_flush"):
             if self.reset_persisting is not None:
                 self.reset_persisting()
             self.flush()
-            # The forward starts on an idle device, as the events see it: were the sweep
-            # still running, the forward's first launches would queue behind it and the
-            # sweep, not the forward, would hide the host's launch gaps.
-            torch.cuda.synchronize()
+            # Queued (the default): the forward's first launches queue behind the sweep, as
+            # a serving loop's queue behind the previous forward; the span starts when its
+            # first activity does, so up to the sweep's length (~60 us) of the host's
+            # latency to its first launch is hidden, and every gap inside it is the host's
+            # or the device's own. Idle: the forward starts on an idle device.
+            if self.start_idle:
+                torch.cuda.synchronize()
         call_started = time.perf_counter()
         start.record()
         result = self.launch(index)
@@ -509,12 +553,48 @@ class Sampler:
         torch.cuda.synchronize()  # whatever the forward left running, on any stream, ends here
         _atrex_sample_end[(1,)](self._flags[1:])
         steps.add("timing.sample.call", time.perf_counter() - call_started)
-        self.last_picked = pick is not None and secrets.randbelow(1 << 30) < pick * (1 << 30)
-        if self.after_call is not None:
-            with steps("timing.sample.spot_checks"):
-                self.after_call(TimedCall(self.calls, seed, self.input_sets[index], before,
-                                          result, must_check=self.last_picked))
+        self.flow.after(TimedCall(self.calls, seed, self.input_sets[index], before, result))
         self.calls += 1
+
+
+def _kernel_counts(records: Sequence[Record]) -> Counter[str]:
+    """How often each kernel ran; copies and memsets are not counted (is_copy)."""
+    return Counter(r[0] for r in records if not is_copy(r[0]))
+
+
+def is_copy(name: str) -> bool:
+    """A memcpy or memset record, as CUPTI names them ("Memcpy DtoD (Device -> Device)")."""
+    return name.startswith(("Memcpy", "Memset"))
+
+
+def check_gaps(records: Sequence[Record], start_marker: str, allowance: GapAllowance,
+               checks: Sequence[int], forward_names: set[str]) -> None:
+    """Every device activity between two samples (before the first, between each, after
+    the last) is the harness's own: copies, its markers where they belong, and no more of
+    each kernel than one draw (plus one save's checks per checked call) launched when the
+    trusted side did the same work (GapAllowance). Anything else is work the candidate moved
+    out of its timed window (a hook left to run inside the harness's refill or checks):
+    WorkOutsideWindow, naming it."""
+    gaps: list[list[str]] = [[]]
+    inside = False
+    for name, _, _ in records:
+        if name == start_marker:
+            inside = True
+        elif name == END_MARKER and inside:
+            inside = False
+            gaps.append([])
+        elif not inside and name not in (RETURNED_MARKER, END_MARKER) and not is_copy(name):
+            gaps[-1].append(name)
+    for gap, saves in zip(gaps, list(checks) + [0] * (len(gaps) - len(checks)), strict=True):
+        limit = allowance.draw + Counter({k: v * saves for k, v in allowance.per_check.items()})
+        extra = Counter(gap) - limit
+        if extra:
+            names = sorted(extra, key=lambda n: (n not in forward_names, n))
+            shown = ", ".join(f"{n} x{extra[n]}" for n in names[:5])
+            raise WorkOutsideWindow(
+                f"work outside the timed window: between two timed calls the device ran "
+                f"{sum(extra.values())} kernel(s) the harness did not launch ({shown}); a "
+                "forward's work must happen inside its call")
 
 
 def _events(count: int) -> list[tuple[torch.cuda.Event, torch.cuda.Event]]:
@@ -635,21 +715,63 @@ class L2Flusher:
             _atrex_l2_flush_read[self.grid](self.buffer, self.sums, n, BLOCK=self.BLOCK)
 
 
-def persisting_l2_resetter() -> Callable[[], None] | None:
-    """cudaCtxResetPersistingL2Cache from the CUDA runtime torch loaded, if we can find it."""
+@contextlib.contextmanager
+def pinned_thread(pin: bool) -> Iterator[None]:
+    """The calling thread on the core it is on now, while it samples (restored after)."""
+    cpu = _current_cpu() if pin else None
+    if cpu is None:
+        yield
+        return
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})  # pid 0: this thread alone
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
+def _current_cpu() -> int | None:
+    try:
+        cpu = int(ctypes.CDLL(None).sched_getcpu())
+    except (OSError, AttributeError):
+        return None
+    return cpu if cpu >= 0 and cpu in os.sched_getaffinity(0) else None
+
+
+def detach_profiler() -> bool:
+    """cuptiFinalize in the CUPTI the profiler loaded: its callbacks stay subscribed after
+    a session and tax every later kernel launch (kineto leaves CUPTI attached where CUDA
+    graphs are used); the next session attaches it again. False where none is loaded."""
+    function = _shared_function("libcupti.so", "cuptiFinalize")
+    if function is None:
+        return False
+    torch.cuda.synchronize()
+    return int(function()) == 0
+
+
+def _shared_function(library_name: str, symbol: str) -> Any:
+    """A function of a shared library already mapped into this process, or None."""
     library = None
     with contextlib.suppress(OSError), open("/proc/self/maps") as maps:
         for line in maps:
-            if "libcudart.so" in line:
+            if library_name in line:
                 library = line.split()[-1]
                 break
     if library is None:
         return None
     try:
-        function = ctypes.CDLL(library).cudaCtxResetPersistingL2Cache
+        function = getattr(ctypes.CDLL(library), symbol)
     except (OSError, AttributeError):
         return None
     function.restype = ctypes.c_int
+    return function
+
+
+def persisting_l2_resetter() -> Callable[[], None] | None:
+    """cudaCtxResetPersistingL2Cache from the CUDA runtime torch loaded, if we can find it."""
+    function = _shared_function("libcudart.so", "cudaCtxResetPersistingL2Cache")
+    if function is None:
+        return None
 
     def reset() -> None:
         function()

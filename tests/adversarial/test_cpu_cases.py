@@ -164,7 +164,24 @@ CASES: dict[str, Callable[[EvaluationResult], None]] = {
                                       "timed calls, never in the calls observed (correctness "
                                       "trials, adoption): _timed_path_kernel"),
 }
-GPU_ONLY = {"side_stream", "persisting_l2", "gpu_oom", "cache_id_version", "cache_fingerprint",
+# Work moved out of the timed window through something left in the process, and seeds steered
+# from inside it (issue 40). Each is refused before the harness draws again; every one of them
+# passed as native before (but generator_stand_in, new against the parent's seeds). One shape
+# each, without the honest job after it: the cases above show the worker survives a failure.
+IN_PROCESS_CASES: dict[str, Callable[[EvaluationResult], None]] = {
+    "persistent_dispatch_mode": failed_with("left installed a torch dispatch mode"),
+    "function_mode": failed_with("left installed a torch function mode"),
+    "library_override": failed_with("a kernel registered for aten::copy_"),
+    "profile_hook": failed_with("a profile function (sys.setprofile)"),
+    "signal_peek": failed_with("a signal handler", "an interval timer"),
+    "gc_callback": failed_with("a garbage-collector callback (gc.callbacks)"),
+    "guard_disabled": failed_with("the candidate replaced TimedCallFlow._guard"),
+    "generator_stand_in": failed_with("the candidate replaced torch.random.default_generator"),
+    "pinned_seeds": failed_with("the candidate replaced secrets.randbelow, secrets.randbits"),
+    "handover_helper": failed_with("other process(es)"),
+}
+GPU_ONLY = {"persistent_dispatch_mode_eager", "restore_before_the_end",
+            "side_stream", "persisting_l2", "gpu_oom", "cache_id_version", "cache_fingerprint",
             "batch_and_skip", "huge_host_alloc", "forge_marker"}
 
 
@@ -183,7 +200,8 @@ def test_the_dsl_sample_cases_name_real_samples() -> None:
 
 
 def test_every_candidate_file_is_a_cpu_case_or_a_gpu_case() -> None:
-    assert {p.stem for p in CANDIDATES.glob("*.py")} == set(CASES) | GPU_ONLY | set(HOST_CASES)
+    assert {p.stem for p in CANDIDATES.glob("*.py")} == \
+        set(CASES) | set(IN_PROCESS_CASES) | GPU_ONLY | set(HOST_CASES)
 
 
 @pytest.mark.skipif(not planned_isolation(SandboxSettings(), ()).pid_namespace,
@@ -195,6 +213,16 @@ def test_the_exploit_is_caught_and_the_next_job_runs(case: str) -> None:
     CASES[case](result)
     honest = run_candidate("rms_norm", HONEST, ["dev-t3-h200"])
     assert honest.shapes[0].status == "passed" and honest.shapes[0].verdict == "native"
+
+
+@pytest.mark.skipif(not planned_isolation(SandboxSettings(), ()).pid_namespace,
+                    reason="needs root for the sandbox's namespaces (CI and GPU hosts have it)")
+@pytest.mark.parametrize("case", sorted(IN_PROCESS_CASES))
+def test_what_the_candidate_leaves_in_its_process_is_caught(case: str) -> None:
+    result = run_candidate("rms_norm", (CANDIDATES / f"{case}.py").read_text(),
+                           ["dev-t4-h256"], settings=FAST)
+    assert len(result.shapes) == 1
+    IN_PROCESS_CASES[case](result)
 
 
 NEEDS_ROOT = pytest.mark.skipif(not planned_isolation(SandboxSettings(), ()).pid_namespace,
@@ -289,10 +317,11 @@ def test_the_table_in_docs_matches_these_tests() -> None:
     rows = [line.split("|") for line in doc.splitlines() if line.startswith("| ")
             and not line.startswith("| case") and not line.startswith("| ---")]
     table = {cells[1].strip(): cells[-2].strip() for cells in rows}
-    assert {case for case, where in table.items() if where == "cpu"} == set(CASES) | set(HOST_CASES)
+    assert {case for case, where in table.items() if where == "cpu"} == \
+        set(CASES) | set(IN_PROCESS_CASES) | set(HOST_CASES)
     assert {case for case, where in table.items() if where == "gpu"} == \
         GPU_ONLY | set(DSL_SAMPLE_CASES)
-    for case in [*CASES, *HOST_CASES]:  # every defence named there is real code
+    for case in [*CASES, *IN_PROCESS_CASES, *HOST_CASES]:  # every defence named is real code
         for cell in [c for c in doc.split(f"| {case} |")[1].split("\n")[0].split("|")]:
             for name in re.findall(r"`([a-z_]+)\.([A-Za-z_]+)", cell):
                 module = Path(__file__).parents[2] / "evaluation" / "harness" / f"{name[0]}.py"

@@ -198,7 +198,8 @@ class _CaptureCorruptingChild:
             raise CandidateError("performance", "CUDA context unusable after failed graph "
                                                 "capture: operation not permitted when stream "
                                                 "is capturing")
-        return {"timing": {"measured": False, "reason": "stub", "timed_kernel_names": []},
+        return {"timing": {"measured": False, "reason": "stub", "timed_kernel_names": [],
+                           "timed_calls": 0},
                 "checked_calls": []}
 
     def kill(self) -> None:
@@ -218,7 +219,7 @@ def test_a_capture_that_corrupted_the_context_is_not_tried_again_on_the_next_sha
     job = EvaluationRequest(operator=operator.public, candidate_source="", tolerance=operator.tolerance)
     trusted = _TrustedSide(job, torch.device("cpu"))
     child = _CaptureCorruptingChild(corrupts)
-    monkeypatch.setattr(_TimedCallJudge, "finish", lambda self, checked: None)
+    monkeypatch.setattr(_TimedCallJudge, "finish", lambda self, checked, report: None)
     first, second, third = (
         _ShapeRun(job, TEST_SETTINGS, trusted, child, shape, torch.device("cpu"))  # type: ignore[arg-type]
         for shape in (*dev_shapes("rms_norm")[:2], dev_shapes("rms_norm")[0]))

@@ -125,3 +125,14 @@ def test_a_malformed_or_oversized_hand_over_copies_nothing(area: OutputArea) -> 
         area.take(offset, raw)  # a dtype that is none, a size past the area: nothing taken
         with pytest.raises(LayoutRefused, match="did not hand over"):
             area.read_call(offset, checked, torch.device("cpu"), taken=True)
+
+
+def test_a_non_contiguous_output_is_written_in_element_order_by_copies_alone() -> None:
+    area = OutputArea(1 << 20)
+    writer = AreaWriter(area.fd, area.nbytes)
+    base = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+    view = base[1:, ::2].t()  # strided, offset into its storage
+    offset, layout = writer.write_call({"out": view}, {})
+    checked = check_layout(layout, {"out": torch.empty(view.shape)}, {})
+    read = area.read_call(offset, checked, torch.device("cpu"))
+    assert torch.equal(read.outputs["out"], view.contiguous())

@@ -6,7 +6,7 @@ calls and, from the seventh on, returns a fresh uninitialised buffer after a one
 "touch" kernel: every timed call would cost ~2 us while every checked call was honest.
 
 What should catch it: the outputs of timed calls are checked too, at random and after the
-call returned (timed_calls.TimedCallChecks); on a CPU every unmeasured call is checked, so
+call returned (timed_calls.CallPlan, in the parent); on a CPU every unmeasured call is checked, so
 the first one after the skipping starts fails the shape.
 """
 
