@@ -8,6 +8,7 @@ Triton's interpreter, like `python -m evaluation` and the portal's CPU workers.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 from dataclasses import dataclass
@@ -126,7 +127,24 @@ def checked_source(path: Path) -> str:
     except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
         raise CliError(f"{path} cannot be compiled ({type(exc).__name__}); nothing was "
                        "evaluated", exit_code=EXIT_REJECTED) from None
+    if not defines_model(ast.parse(source, str(path))):
+        # the harness would start (seconds) only to find no model to build
+        raise CliError(f"{path} defines no class Model (or ModelNew); nothing was evaluated",
+                       exit_code=EXIT_REJECTED)
     return source
+
+
+def defines_model(tree: ast.Module) -> bool:
+    """A top-level `class Model` or `ModelNew` (or a name bound to one): the portal's rule
+    for an upload (submissions/upload.py)."""
+    names = ("Model", "ModelNew")
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name in names:
+            return True
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names
+                                                for t in node.targets):
+            return True
+    return False
 
 
 def choose_shapes(all_ids: list[str], pattern: str | None, device: str) -> list[str]:

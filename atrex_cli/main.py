@@ -291,19 +291,34 @@ def cmd_quota(args: argparse.Namespace, err: Console) -> int:
 def cmd_problems(args: argparse.Namespace, err: Console) -> int:
     api = api_from_args(args)
     if args.release is None:
-        releases = portal.releases(api)
+        # What this portal can evaluate first (and said above the table), the newest version
+        # of each name before older ones.
+        releases = sorted(portal.releases(api), key=lambda r: (
+            not r.get("evaluated_shapes", 1), r.get("superseded_by") is not None, r["name"],
+            -int(r["version"])))
         if args.format == "json":
             print_json(releases)
             return EXIT_OK
+        summary = portal.capability_summary(api)
+        if summary:
+            err.print(summary, soft_wrap=True)
         table = Table(title="Releases")
-        for column in ("id", "release", "DSL", "operators", "shapes"):
+        for column in ("id", "release", "DSL", "operators", "shapes", "evaluated here"):
             table.add_column(column)
         for r in releases:
-            table.add_row(str(r["id"]), f"{r['name']}@v{r['version']}", r["dsl"],
-                          str(r["operator_count"]), str(r["shape_count"]))
+            state = (f" (superseded by v{r['superseded_by']})" if r.get("superseded_by")
+                     else "")
+            table.add_row(str(r["id"]), f"{r['name']}@v{r['version']}{state}", r["dsl"],
+                          str(r["operator_count"]), str(r["shape_count"]), _evaluated_here(r))
         console().print(table)
         return EXIT_OK
     release = portal.find_release(api, args.release)
+    if release.get("superseded_by"):
+        err.print(f"{release['name']}@v{release['version']} is superseded by "
+                  f"v{release['superseded_by']} ({release['name']} alone means that one)")
+    elif not args.release.isdigit() and "@" not in args.release:
+        err.print(f"{args.release} means {release['name']}@v{release['version']}, its newest "
+                  "version")
     operators = portal.operators(api, release)
     if args.format == "json":
         print_json({"release": release, "operators": [
@@ -311,7 +326,7 @@ def cmd_problems(args: argparse.Namespace, err: Console) -> int:
              "shapes": list(json.loads(o["files"]["shapes.json"]))} for o in operators]})
         return EXIT_OK
     table = Table(title=f"{release['name']}@v{release['version']} (id {release['id']}, "
-                        f"{release['dsl']})")
+                        f"{release['dsl']}; evaluated here: {_evaluated_here(release)})")
     for column in ("operator", "shapes", "shape ids"):
         table.add_column(column)
     for o in operators:
@@ -320,6 +335,20 @@ def cmd_problems(args: argparse.Namespace, err: Console) -> int:
                       ", ".join(ids[:4]) + (f", … (+{len(ids) - 4})" if len(ids) > 4 else ""))
     console().print(table)
     return EXIT_OK
+
+
+def _evaluated_here(release: dict[str, Any]) -> str:
+    """"8 shapes, ranked on H200", "8 shapes, checks on H200 (CPU)" or "no" (an older
+    portal that does not say: "?")."""
+    if "evaluated_shapes" not in release:
+        return "?"
+    shapes = release["evaluated_shapes"]
+    if not shapes:
+        return "no"
+    where = [f"ranked on {', '.join(release['ranked_on'])}"] if release.get("ranked_on") else []
+    where += [f"checks on {', '.join(release['checked_on'])} (CPU)"] \
+        if release.get("checked_on") else []
+    return f"{shapes} shapes" + (f", {'; '.join(where)}" if where else "")
 
 
 def cmd_bundle(args: argparse.Namespace, err: Console) -> int:
@@ -616,8 +645,7 @@ def _report(api: Api, detail: dict[str, Any], fmt: str) -> None:
                          f"weights v{score['weights_version']}; correctness "
                          f"{score['correctness_rate']:.0%}, DSL adoption "
                          f"{score['dsl_adoption_rate']:.0%}"
-                         + ("" if score["ranked"] else "; never ranked (check mode)"
-                            if detail.get("mode") == "check" else "; not ranked (under review)"))
+                         + ("" if score["ranked"] else "; " + _not_ranked_because(detail)))
     out = console()
     # Lines a script can grep whole (soft wrap: never cut): the outcome first, each error last.
     out.print(f"submission {detail['id']} ({detail['team']}, {release['name']}@v"
@@ -626,7 +654,9 @@ def _report(api: Api, detail: dict[str, Any], fmt: str) -> None:
     out.print(table)
     if outcome.get("check") or detail.get("mode") == "check":
         out.print("check mode: evaluated like any submission but never ranked (no board, "
-                  "export or analysis shows it); it used the daily check quota.", soft_wrap=True)
+                  "export or analysis shows it); " + (
+                      "an interpreter check uses no quota." if outcome.get("interpreter")
+                      else "it used the daily check quota."), soft_wrap=True)
     if outcome.get("interpreter"):
         out.print("interpreter check: Triton's CPU interpreter ran this, not a GPU. No time is "
                   "measured and it is never ranked; the interpreter computes some bf16 "
@@ -636,6 +666,18 @@ def _report(api: Api, detail: dict[str, Any], fmt: str) -> None:
             out.print(f"{job['operator']}: {job['status']}: {job['error']}", soft_wrap=True)
     for operator, r in failures:
         out.print(f"{operator} / {r['shape_id']}: {_shape_error(r)}", soft_wrap=True)
+
+
+def _not_ranked_because(detail: dict[str, Any]) -> str:
+    """Why a score is not ranked, as its submission's page says it."""
+    outcome, score = detail.get("outcome") or {}, detail.get("score") or {}
+    if detail.get("mode") == "check":
+        return "never ranked (check mode)"
+    if outcome.get("interpreter"):
+        return "never ranked (interpreter check: no GPU time)"
+    if score.get("lost_jobs") or not score.get("complete", True):
+        return "not ranked until every job has ended"
+    return "not ranked (a result is under review)"
 
 
 def _shape_error(result: dict[str, Any]) -> str:

@@ -20,6 +20,15 @@ def releases(api: Api) -> list[dict[str, Any]]:
     return found
 
 
+def capability_summary(api: Api) -> str:
+    """What the portal says it can evaluate, in one sentence ("" from a portal too old to)."""
+    try:
+        found: dict[str, Any] = api.get_json("/api/capability/")
+    except NotFound:
+        return ""
+    return str(found.get("summary") or "")
+
+
 def find_release(api: Api, spec: str | None) -> dict[str, Any]:
     """A release by id (`3`), name (newest version: `atrex-starter`) or `name@v2`.
 

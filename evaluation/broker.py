@@ -10,6 +10,11 @@ A worker consumes its queues in the order it was given them, each time from the 
 (`PriorityCycle`): a GPU worker lists its team queues before their `.low` ones
 (protocol.worker_queues), so baselines and admin re-runs wait while a team's job waits.
 kombu's own cycle takes the queues in turn.
+
+kombu's transport ignores `auto_delete`: each running evaluation's stop queue
+(worker/stop.py) stayed bound to the `atrex.stop` fanout exchange after its run, and every
+later stop message was written once more for each of them, never to be read (51 files
+after 17 cancels). Here such a queue is unbound and emptied when its last consumer goes.
 """
 
 from __future__ import annotations
@@ -35,6 +40,25 @@ class PriorityCycle(FairCycle):
 
 
 class Channel(filesystem.Channel):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._auto_delete: set[str] = set()
+
+    def queue_declare(self, queue: Any = None, passive: bool = False, **kwargs: Any) -> Any:
+        declared = super().queue_declare(queue, passive, **kwargs)
+        if kwargs.get("auto_delete"):
+            self._auto_delete.add(declared.queue)
+        return declared
+
+    def basic_cancel(self, consumer_tag: Any) -> None:
+        queue = self._tag_to_queue.get(consumer_tag)
+        super().basic_cancel(consumer_tag)
+        if queue in self._auto_delete and queue not in self._tag_to_queue.values():
+            # its last consumer gone: off the exchange tables, and its messages with it
+            self._auto_delete.discard(queue)
+            self.queue_delete(queue)
+            self._purge(queue)
+
     def _reset_cycle(self) -> None:
         self._cycle = PriorityCycle(self._get_and_deliver, self._active_queues,
                                     Empty)

@@ -42,6 +42,7 @@ EVALUATE_TASK = "evaluation.evaluate_job"  # GPU side: runs one job spec
 RECORD_EVENT_TASK = "submissions.record_event"  # web side: stores one report
 NCU_PROFILE_TASK = "evaluation.ncu_profile"  # GPU side: a team's ncu profile of one shape
 RECORD_NCU_TASK = "submissions.record_ncu_profile"  # web side: stores its result
+RECORD_WORKER_TASK = "submissions.record_worker"  # web side: stores a worker's announcement
 RESULTS_QUEUE = "results"
 STOP_EXCHANGE = Exchange("atrex.stop", type="fanout", durable=False, auto_delete=False)
 FILESYSTEM_BROKER = "filesystem://"
@@ -206,6 +207,53 @@ def decode_report(kind: str, payload: Mapping[str, Any]) -> Report | None:
 
 def _count(value: object) -> int:
     return value if isinstance(value, int) else 0
+
+
+# A worker says what it can evaluate when it starts and every this many seconds after, so the
+# portal offers teams what its workers run (and knows when none is left).
+ANNOUNCE_EVERY_S = 60
+
+
+@dataclass(frozen=True)
+class Announcement:
+    """What a GPU worker can evaluate: the queues it consumes (eval.<hardware>, so which
+    hardware), whether it times kernels on a GPU or checks them in Triton's CPU interpreter,
+    the device, and the DSLs it can run there. Sent to `results` as RECORD_WORKER_TASK."""
+
+    worker: str
+    queues: tuple[str, ...]
+    mode: str  # "gpu" or "cpu-interpreter", as Started reports it
+    device: str  # "NVIDIA H200", or "cpu"
+    dsls: tuple[str, ...]
+    evaluator_version: str = ""
+
+    def payload(self) -> dict[str, Any]:
+        return {"worker": self.worker, "queues": list(self.queues), "mode": self.mode,
+                "device": self.device, "dsls": list(self.dsls),
+                "evaluator_version": self.evaluator_version}
+
+    @property
+    def hardware(self) -> tuple[str, ...]:
+        """The hardware profiles whose team queues it consumes (eval.H200 -> H200)."""
+        names = [q.removeprefix("eval.") for q in self.queues
+                 if q.startswith("eval.") and not q.endswith(LOW_PRIORITY_SUFFIX)]
+        return tuple(dict.fromkeys(names))
+
+
+def decode_announcement(payload: Mapping[str, Any]) -> Announcement | None:
+    """An announcement from `results`; None for one without a worker name or queues."""
+    worker, queues = payload.get("worker"), payload.get("queues")
+    if not isinstance(worker, str) or not worker or not isinstance(queues, list):
+        return None
+
+    def names(value: object) -> tuple[str, ...]:
+        return tuple(str(v)[:100] for v in value) if isinstance(value, list) else ()
+
+    return Announcement(worker=worker[:200], queues=names(queues),
+                        mode=str(payload.get("mode") or "")[:30],
+                        device=str(payload.get("device") or "")[:200],
+                        dsls=names(payload.get("dsls")),
+                        evaluator_version=str(payload.get("evaluator_version") or "")[:30])
 
 
 # Baselines and admin re-runs go to eval.<hardware>.low: a GPU worker takes them only while

@@ -80,6 +80,15 @@ class _Export(APIView):
     def wants_csv(self, request: Request) -> bool:
         return getattr(request.accepted_renderer, "format", None) == "csv"
 
+    def finalize_response(self, request: Request, response: Response, *args: Any,
+                          **kwargs: Any) -> Response:
+        # Only the views' own CSV is CSV: whatever DRF renders itself (the metadata OPTIONS
+        # answers, an error) is JSON, even under ?format=csv (CsvRenderer renders nothing).
+        if isinstance(response, Response) and self.wants_csv(request):
+            request.accepted_renderer = JSONRenderer()
+            request.accepted_media_type = JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)
+
 
 def csv_attachment(text: str, filename: str) -> HttpResponse:
     response = HttpResponse(text, content_type="text/csv")

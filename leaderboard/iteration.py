@@ -20,7 +20,7 @@ from evaluation.catalog.models import HardwareProfile, Release
 from leaderboard.models import ScoreSummary
 from portal.accounts.models import Team
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from submissions.selectors import active_weights_score, submission_status
+from submissions.selectors import active_weights_score, submission_outcomes
 
 HISTORY_LIMIT = 200  # the newest entries a history shows (oldest first)
 # difflib's matcher is quadratic in the worst case: a larger candidate gets no diff, only a note.
@@ -56,10 +56,12 @@ def operator_history(*, team: Team, operator: str, release: Release | None = Non
     for job in chosen:
         submission = job.candidate.submission
         previous = entries[-1] if entries else None
-        entries.append({**_submission_ref(submission), "status": job.status,
+        tally = counts.get(job.pk, _no_counts())
+        entries.append({**_submission_ref(submission),
+                        "status": outcome_status(job.status, tally["correct"]),
                         "interpreter": job.mode == EvaluationJob.Mode.INTERPRETER,
                         "s_op": s_op.get(submission.pk), "shapes_total": job.shapes_total,
-                        **counts.get(job.pk, _no_counts()), "sha256": job.candidate.sha256,
+                        **tally, "sha256": job.candidate.sha256,
                         "previous": previous["submission"] if previous else None,
                         "source_changed": previous is None
                         or previous["sha256"] != job.candidate.sha256})
@@ -181,7 +183,7 @@ def _compare_side(submission: Submission, s_op: dict[str, float | None]) -> dict
     score = active_weights_score(submission)
     jobs = EvaluationJob.objects.filter(candidate__submission=submission)
     return {**_submission_ref(submission), "team": submission.team.name,
-            "status": submission_status(jobs),
+            "status": submission_outcomes([submission.pk])[submission.pk]["status"],
             "interpreter": jobs.filter(mode=EvaluationJob.Mode.INTERPRETER).exists(),
             "aggregate": score.aggregate if score else None,
             "weights_version": score.weight_set.version if score else None,
@@ -213,7 +215,8 @@ def _compare_operator(name: str, a: Submission, b: Submission,
     order = list(rows_a) + [shape for shape in rows_b if shape not in rows_a]
     return {
         "operator": name,
-        "a": _candidate_side(ours, score_a), "b": _candidate_side(theirs, score_b),
+        "a": _candidate_side(ours, score_a, list(rows_a.values())),
+        "b": _candidate_side(theirs, score_b, list(rows_b.values())),
         "s_op_delta": _delta(score_a, score_b),
         "source_changed": (ours.sha256 if ours else None) != (theirs.sha256 if theirs else None),
         "diff": unified_diff(ours.source if ours else "", theirs.source if theirs else "",
@@ -222,11 +225,21 @@ def _compare_operator(name: str, a: Submission, b: Submission,
     }
 
 
-def _candidate_side(candidate: Candidate | None, s_op: float | None) -> dict[str, Any] | None:
+def _candidate_side(candidate: Candidate | None, s_op: float | None,
+                    shapes: list[dict[str, Any]]) -> dict[str, Any] | None:
     if candidate is None:
         return None
     job = getattr(candidate, "job", None)
-    return {"status": job.status if job else "empty", "s_op": s_op, "sha256": candidate.sha256}
+    correct = sum(row["status"] == "passed" for row in shapes)
+    return {"status": outcome_status(job.status, correct) if job else "empty", "s_op": s_op,
+            "sha256": candidate.sha256}
+
+
+def outcome_status(job_status: str, correct: int) -> str:
+    """A job's status as a team reads it: "scored" only when some shape was correct; a job
+    that ended with none is "failed" (as a submission's outcome says), never a green
+    "scored" over 0 of N correct."""
+    return "failed" if job_status == EvaluationJob.Status.SCORED and not correct else job_status
 
 
 def _compare_shape(shape_id: str, a: dict[str, Any] | None,

@@ -11,7 +11,7 @@ from typing import Any
 from django.db.models import F
 
 from evaluation.catalog.models import HardwareProfile, Operator, Release
-from evaluation.catalog.selectors import evaluated_shape_ids
+from evaluation.catalog.selectors import SCORED_TIER, evaluated_shape_ids
 from evaluation.harness import roofline
 from evaluation.harness.release import ShapeRoofline
 from leaderboard.scoring import BALANCED, COMPUTE, MEMORY, ShapeOutcome, attainment_error
@@ -32,6 +32,12 @@ class ScoringContext:
                              for shape_id, meta in (_operator_metadata(op).get("shapes") or {}).items()}
         # The shapes this deployment evaluates: what a job without its own list covers.
         self.shape_ids = {op.name: evaluated_shape_ids(op) for op in self.operators.values()}
+        # The release's scored tier, whatever this deployment evaluates: which operators a
+        # regime or phase board spans. With the deployment's filter a CPU portal (dev-*) saw
+        # only tiny memory-bound shapes, and every compute-bound board was empty, recorded
+        # GPU results and baselines included.
+        self.scored_shape_ids = {op.name: evaluated_shape_ids(op, SCORED_TIER)
+                                 for op in self.operators.values()}
         # Filled by outcomes_by_submission: submissions with a job still queued or running,
         # and per submission the jobs lost to an infrastructure failure and those run in
         # Triton's CPU interpreter.
@@ -107,12 +113,13 @@ class ScoringContext:
         return grouped
 
     def subset_operators(self, hardware: HardwareProfile) -> dict[str, set[str]]:
-        """Which operators have memory-/compute-bound shapes on `hardware`, and which phases."""
+        """Which operators have memory-/compute-bound shapes on `hardware`, and which phases,
+        among the release's scored tier (not the shapes this deployment happens to evaluate)."""
         if hardware.name not in self._subsets:
             subsets: dict[str, set[str]] = {"memory": set(), "compute": set(), "prefill": set(),
                                             "decode": set()}
             for op in self.operators.values():
-                for shape_id in self.shape_ids[op.name]:
+                for shape_id in self.scored_shape_ids[op.name]:
                     phase = self.phase(op.name, shape_id) or ""
                     for part in ("prefill", "decode"):
                         if part in phase:

@@ -317,6 +317,9 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
     for name in SUBSETS:
         scores = summary.by_subset.get(name, {})
         members = set(scores) if subset_operators is None else set(subset_operators.get(name, ()))
+        # An operator submitted but not timed (an interpreter check) whose evaluated shapes
+        # miss this subset is not timed here either, not 0 (a failure).
+        scores = {**{op: None for op in members if by_operator.get(op, 0.0) is None}, **scores}
         present = [op for op in normalised if op in members and normalised[op] > 0]
         if not present:
             subsets[name] = intervals[name] = None

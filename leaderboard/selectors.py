@@ -279,12 +279,13 @@ def board_has_shapes(release: Release, hardware: HardwareProfile, board: str) ->
 def baseline_rows(*, release: Release, hardware: HardwareProfile,
                   weight_set: WeightSet) -> list[dict[str, Any]]:
     """Unranked rows beside the board: the newest evaluation of each reference baseline,
-    and the release's own production timings where they were taken on this hardware."""
+    and the release's own production timings where they were taken on this hardware. A
+    baseline run in Triton's CPU interpreter timed nothing: it is no row of a GPU board."""
     rows = []
     labels = dict(Submission.Baseline.choices)
     newest = (SubmissionScore.objects
               .filter(weight_set=weight_set, submission__hardware=hardware,
-                      submission__release=release, **ON_BOARDS)
+                      submission__release=release, interpreter_jobs=0, **ON_BOARDS)
               .exclude(submission__baseline="")
               .order_by("submission__baseline", "-submission__created_at")
               .values(*_BOARD_FIELDS, "submission__baseline"))
@@ -299,8 +300,7 @@ def baseline_rows(*, release: Release, hardware: HardwareProfile,
         row["team"] = baseline_label(kind, score["submission__agent"], labels)
         # the reference, eager or compiled, has no DSL of the release; a library row its kernels
         row["dsl"] = "library" if kind in LIBRARY_BASELINES else "pytorch"
-        row["badges"] = ["baseline"] + (["interpreter check"] if score["interpreter_jobs"]
-                                        else [])
+        row["badges"] = ["baseline"]
         rows.append(row)
     production = production_baseline(release=release, hardware=hardware, weight_set=weight_set)
     if production is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
@@ -14,7 +15,9 @@ from django.template.defaultfilters import floatformat
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_http_methods, require_POST
 
+from evaluation.catalog.capability import portal_capability
 from evaluation.catalog.models import Release
+from evaluation.catalog.selectors import newest_release
 from leaderboard import tiers
 from leaderboard.board_requests import (
     BOARD_CACHE_S,
@@ -32,6 +35,13 @@ from leaderboard.forms import (
     RankedTierForm,
     WeightsForm,
     first_problem,
+)
+from leaderboard.overview import (
+    Coverage,
+    board_index,
+    headline_boards,
+    recent_activity,
+    shape_coverage,
 )
 from leaderboard.scoring import WeightError
 from leaderboard.selectors import (
@@ -52,7 +62,6 @@ from leaderboard.services import (
 from portal import derived_cache
 from portal.htmx import HtmxRequest
 from submissions.forms import form_or_400
-from submissions.models import Submission
 
 PAGE_SIZE = 50  # rows per board page; the JSON and CSV exports carry every row
 SCORE_COLUMNS = ("aggregate", "memory", "compute", "prefill", "decode", "unweighted_mean")
@@ -70,9 +79,20 @@ class Cell(NamedTuple):
 
 
 def _cells(row: dict[str, Any], baseline: bool = False,
-           empty_columns: frozenset[str] = frozenset()) -> list[Cell]:
-    return [cell._replace(label=COLUMN_LABELS[column])
-            for column, cell in zip(COLUMNS, _values(row, baseline, empty_columns), strict=True)]
+           empty_columns: frozenset[str] = frozenset(),
+           coverage: Coverage | None = None) -> list[Cell]:
+    cells = [cell._replace(label=COLUMN_LABELS[column])
+             for column, cell in zip(COLUMNS, _values(row, baseline, empty_columns), strict=True)]
+    if coverage is not None:
+        # A row's S_op stand on the shapes it covers: a recorded or cancelled evaluation may
+        # cover few of an operator's. Under its number, the count; each operator's on hover.
+        at = COLUMNS.index("submission")
+        detail = ("the dev tier only (an interpreter check)" if coverage.dev_only
+                  else f"scored-tier shapes covered: {coverage.detail}")
+        cells[at] = cells[at]._replace(
+            note=f"{coverage.text} shapes" if not coverage.dev_only else "dev tier",
+            title="\n".join(t for t in (cells[at].title, detail) if t))
+    return cells
 
 
 def _values(row: dict[str, Any], baseline: bool, empty_columns: frozenset[str]) -> list[Cell]:
@@ -116,10 +136,15 @@ def board_page(request: HtmxRequest, pk: int, hardware: str,
         """The table and pager: the same for every visitor, so rendered once per version."""
         page = Paginator(rows, PAGE_SIZE).get_page(page_number)
         shown = [*page.object_list, *data["baselines"]]
+        covered = shape_coverage(release, [int(r["submission"]) for r in shown
+                                           if r.get("submission")])
         return render_to_string("leaderboard/board.html#table", {
-            "page": page, "table": [_cells(row, empty_columns=empty) for row in page.object_list],
+            "page": page, "table": [_cells(row, empty_columns=empty,
+                                           coverage=covered.get(row["submission"]))
+                                    for row in page.object_list],
             "environments": sorted({str(r["environment"]) for r in shown if r.get("environment")}),
-            "baseline_table": [_cells(row, baseline=True, empty_columns=empty)
+            "baseline_table": [_cells(row, baseline=True, empty_columns=empty,
+                                      coverage=covered.get(row["submission"]))
                                for row in data["baselines"]],
             "columns": [(c, COLUMN_LABELS[c]) for c in COLUMNS],
             "number_columns": NUMBER_COLUMNS, "sort": sort,
@@ -138,7 +163,7 @@ def board_page(request: HtmxRequest, pk: int, hardware: str,
             "board_title": BOARDS[data["board"]],
             "operators": release.operators.order_by("name").values_list("name", flat=True),
             "versions": release.weight_sets.order_by("-version"), "query": query.urlencode(),
-            "show_all": request.GET.get("all") == "1"})
+            "show_all": request.GET.get("all") == "1", "newest": newest_release(release)})
     response["Vary"] = "HX-Request"
     return response
 
@@ -191,13 +216,27 @@ def weights_page(request: HttpRequest, pk: int) -> HttpResponse:
         status=400 if error else 200)
 
 
+def front_page(request: HttpRequest) -> HttpResponse:
+    """What the portal is, each release's headline board with its leaders per operator,
+    recent submissions, what this portal evaluates and how to start."""
+    headlines = headline_boards()
+    capability = portal_capability()
+    current = capability.current_releases
+    example = current[0].name if current else (headlines[0].release.name if headlines
+                                                else "RELEASE")
+    return render(request, "front.html", {
+        "headlines": headlines, "activity": recent_activity(), "capability": capability,
+        "public_url": settings.ATREX_PUBLIC_URL, "example_release": example,
+        "example_hardware": (capability.hardware or ("H200",))[0],
+        "leaders": {h.release.pk: h.leaders for h in headlines}})
+
+
 def boards_index(request: HttpRequest) -> HttpResponse:
-    """The header's Boards link: the aggregate board of the release and hardware most recently
-    submitted to; before any submission, the home page, which lists every release's boards."""
-    latest = Submission.objects.order_by("-created_at").values("release", "hardware__name").first()
-    if latest is None:
-        return redirect("home")
-    return redirect("board", pk=latest["release"], hardware=latest["hardware__name"])
+    """The header's Boards link: every release by every hardware profile with the rows each
+    board holds; each release opens on its fullest board."""
+    index = board_index()
+    return render(request, "leaderboard/boards_index.html", {
+        "index": index, "hardware": [c.hardware for c in index[0].cells] if index else []})
 
 
 def public_weights_page(request: HttpRequest, pk: int) -> HttpResponse:

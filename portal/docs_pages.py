@@ -19,23 +19,33 @@ from django.utils.safestring import mark_safe
 from markdown_it import MarkdownIt
 
 DOCS = Path(settings.BASE_DIR) / "docs"
-_LINK = re.compile(r'href="(?!https?:|mailto:|#|/)([A-Za-z0-9_.-]+)\.md(#[^"]*)?"')
+# Beside docs/, the developers' guide, which docs/index.md links as ../DEVELOPERS.md: served
+# as /docs/developers/ (its own links into docs/ become links between these pages too).
+EXTRA = {"developers": Path(settings.BASE_DIR) / "DEVELOPERS.md"}
+_LINK = re.compile(r'href="(?!https?:|mailto:|#|/)(?:\.\./|docs/)?([A-Za-z0-9_.-]+)\.md(#[^"]*)?"')
 _IMAGE = re.compile(r'src="screenshots/([A-Za-z0-9_.-]+\.png)"')
 _TITLE = re.compile(r"^#\s+(.+)$", re.MULTILINE)
 
 
 def _pages() -> dict[str, Path]:
-    return {path.stem: path for path in sorted(DOCS.glob("*.md"))}
+    pages = {path.stem: path for path in sorted(DOCS.glob("*.md"))}
+    return {**pages, **{name: path for name, path in EXTRA.items() if path.is_file()}}
 
 
 @lru_cache(maxsize=64)
 def _rendered(path: Path, mtime: float) -> tuple[str, str]:
     text = path.read_text(encoding="utf-8")
     html = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
-    html = _LINK.sub(lambda m: f'href="/docs/{m.group(1)}/{m.group(2) or ""}"', html)
+    html = _LINK.sub(lambda m: f'href="{_page_url(m.group(1))}{m.group(2) or ""}"', html)
     html = _IMAGE.sub(lambda m: f'src="/docs/screenshots/{m.group(1)}"', html)
     title = _TITLE.search(text)
     return (title.group(1).strip() if title else path.stem), html
+
+
+def _page_url(stem: str) -> str:
+    """Where a linked .md file is served: DEVELOPERS.md is /docs/developers/, index.md /docs/."""
+    name = stem.lower() if stem.lower() in EXTRA else stem
+    return "/docs/" if name == "index" else f"/docs/{name}/"
 
 
 def docs_page(request: HttpRequest, name: str = "index") -> HttpResponse:

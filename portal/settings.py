@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from evaluation.protocol import FILESYSTEM_BROKER, TASK_SETTINGS, broker_settings
 from portal.env import env_bool, env_int, env_list, env_str
+from portal.var_files import private_var
 
 # Django's generic classes (ModelAdmin[Release], ...) subscriptable at run time, as the type
 # checker (mypy with django-stubs) reads them.
@@ -97,6 +98,9 @@ DATABASES = {
         env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"), conn_max_age=60)
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # The embedded default: var/ holds every team's source and results; its owner's alone.
+    private_var(VAR_DIR, database=Path(DATABASES["default"]["NAME"])
+                if Path(DATABASES["default"]["NAME"]).parent == VAR_DIR else None)
     # A file, not memory, for the test database: a real worker process must see it too.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_portal.sqlite3")}
     # IMMEDIATE: a transaction takes the write lock when it begins, so concurrent quota checks

@@ -16,7 +16,8 @@ from submissions import api as submissions_api
 from submissions import views as submissions_views
 
 urlpatterns = [
-    path("", catalog_views.home, name="home"),
+    path("", board_views.front_page, name="home"),
+    path("releases/", catalog_views.problems_page, name="problems"),
     path("releases/<int:pk>/", catalog_views.release_page, name="release"),
     # before the operator pages: "weights" is no operator's name
     path("releases/<int:pk>/weights/", board_views.public_weights_page, name="release-weights"),
@@ -76,6 +77,7 @@ urlpatterns = [
     path("docs/screenshots/<str:name>", docs_pages.docs_screenshot, name="docs-screenshot"),
     path("docs/<slug:name>/", docs_pages.docs_page, name="docs"),
     path("api/releases/", catalog_api.ReleaseListApi.as_view(), name="api-releases"),
+    path("api/capability/", catalog_api.CapabilityApi.as_view(), name="api-capability"),
     path("api/releases/<int:pk>/operators/", catalog_api.ReleaseOperatorsApi.as_view(),
          name="api-operators"),
     path("api/releases/<int:pk>/bundle/", catalog_api.BundleApi.as_view(), name="api-bundle"),

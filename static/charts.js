@@ -88,13 +88,17 @@
     fetch(holder.dataset.url, { credentials: "same-origin" })
       .then((r) => r.json())
       .then(function (data) {
-        const measured = data.points.some((p) => p.attainment !== null);
-        document.getElementById("charts-note").textContent = measured ? "" :
-          "No shape has a measured time yet (evaluated without a GPU): nothing to place on the roofline.";
+        // A chart of zeros says nothing a sentence would not: a failed or untimed submission
+        // gets the sentence, not near-empty axes.
+        const timed = data.points.some((p) => p.attainment !== null);
+        const scored = data.points.some((p) => p.attainment > 0);
+        document.getElementById("charts-note").textContent = scored ? "" : timed ?
+          "No shape scored above 0 (each failed, or fell back to another library): nothing to chart." :
+          "No shape has a measured time yet (evaluated without a GPU): nothing to chart.";
         const rooflineCanvas = document.getElementById("roofline-chart");
-        if (measured) roofline(rooflineCanvas, data); else hide(rooflineCanvas);
+        if (scored) roofline(rooflineCanvas, data); else hide(rooflineCanvas);
         const operatorCanvas = document.getElementById("operator-chart");
-        if (Object.values(data.by_operator).some((v) => v !== null)) operators(operatorCanvas, data);
+        if (Object.values(data.by_operator).some((v) => v > 0)) operators(operatorCanvas, data);
         else hide(operatorCanvas);
         holder.dataset.rendered = "yes";
       });

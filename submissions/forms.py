@@ -13,7 +13,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import BadRequest
 
-from portal.accounts.models import TokenScope
+from portal.accounts.models import MAX_INVITE_USES, TokenScope
 from portal.forms import first_error
 from submissions.models import MODE_RANKED, Submission
 from submissions.services import (
@@ -87,6 +87,15 @@ class TokenCreateForm(forms.Form):
 
 class TokenRevokeForm(forms.Form):
     revoke = _whole_number(required=True)
+
+
+class InviteCreateForm(forms.Form):
+    invite_uses = forms.IntegerField(required=False, min_value=1, max_value=MAX_INVITE_USES,
+                                     error_messages={"invalid": "expected a whole number"})
+
+
+class InviteRevokeForm(forms.Form):
+    invite_revoke = _whole_number(required=True)
 
 
 class ShareLinksForm(forms.Form):

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from evaluation.catalog.capability import portal_capability
 from evaluation.catalog.models import Shape
 from evaluation.protocol import NCU_PROFILE_TASK, ncu_profile_spec
 from portal.accounts.models import Team
@@ -42,6 +43,11 @@ def ncu_profiles_today(team: Team) -> int:
                                      created_at__gte=day_start).count()
 
 
+def ncu_available(submission: Submission) -> bool:
+    """Whether a GPU worker serves the submission's hardware (or no worker has said)."""
+    return portal_capability().can_rank(submission.hardware.name)
+
+
 def ncu_profile_request(*, submission: Submission, operator: str, shape_id: str,
                         user: Any) -> NcuProfile:
     """Queue a profile of `shape_id` of the submission's `operator` candidate; the team's
@@ -56,6 +62,10 @@ def ncu_profile_request(*, submission: Submission, operator: str, shape_id: str,
     if shape is None or job is None or shape_id not in (job.shape_ids or []):
         raise ProfileTargetUnknown(f"{operator} has no shape {shape_id!r} in this submission's "
                                    "evaluation")
+    if not ncu_available(submission):
+        raise ProfileRefused(f"ncu profiles need a GPU worker for {submission.hardware.name}, "
+                             "and this portal has none: its workers run Triton's CPU "
+                             "interpreter, which has no hardware counters")
     with transaction.atomic():
         Team.objects.select_for_update().get(pk=submission.team_id)
         limit = settings.ATREX_NCU_PROFILES_PER_DAY

@@ -9,10 +9,20 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, F, Max, Q, QuerySet
 
+from evaluation.catalog.capability import Capability
+from evaluation.catalog.models import HardwareProfile, Release
+from evaluation.catalog.selectors import newest_versions
 from portal.accounts.models import Team
 from portal.accounts.viewer import Viewer
 from portal.audit.models import AuditEntry
-from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
+from submissions.models import (
+    MODE_CHECK,
+    MODE_RANKED,
+    Candidate,
+    EvaluationJob,
+    ShapeResult,
+    Submission,
+)
 
 if TYPE_CHECKING:  # a name for the reverse relation's rows, never imported at run time
     from leaderboard.models import SubmissionScore
@@ -437,3 +447,70 @@ def _evidence(result: ShapeResult) -> dict[str, Any]:
                             for k in adoption.get("foreign_kernels") or []],
         "checks": checks, "decision": None,
     }
+
+
+@dataclass(frozen=True)
+class ReleaseChoice:
+    pk: int
+    label: str  # "atrex-fixture v2 (newest)", "… v1 (superseded by v2)", "… (not evaluated here)"
+    evaluable: bool  # it has shapes the jobs here evaluate
+    operators: list[str]
+
+
+@dataclass(frozen=True)
+class HardwareChoice:
+    name: str
+    label: str  # "H200 (GPU: NVIDIA H200)", "H200 (CPU interpreter)", "H100 (no worker)"
+    served: bool  # a live worker consumes its queue (or none announced: unknown)
+
+
+@dataclass(frozen=True)
+class UploadChoices:
+    """What the upload form offers, marked and defaulted by what this portal evaluates."""
+
+    releases: list[ReleaseChoice]
+    hardware_choices: list[HardwareChoice]
+    release: int | None  # the default release
+    hardware: str  # the default hardware
+    mode: str  # the default mode: a check where nothing can be ranked
+    ranked_offered: bool  # some hardware has a GPU worker (or the workers are unknown)
+
+
+def upload_choices(capability: Capability, *, release: str | None = None) -> UploadChoices:
+    """The upload form's releases, hardware and mode: the newest version of each release
+    marked, those with no shape evaluated here disabled, hardware without a live worker
+    disabled; the defaults are what can run (`release` asked for by a link wins)."""
+    newest = newest_versions()
+    releases = []
+    for r in Release.objects.order_by("name", "-version").prefetch_related("operators"):
+        shapes = capability.evaluated_shapes(r.pk)
+        state = ("newest" if newest[r.name] == r.version
+                 else f"superseded by v{newest[r.name]}")
+        label = f"{r.name} v{r.version} ({state}" + ("" if shapes else
+                                                    "; not evaluated here") + ")"
+        releases.append(ReleaseChoice(pk=r.pk, label=label, evaluable=bool(shapes),
+                                      operators=sorted(op.name for op in r.operators.all())))
+    hardware = []
+    for name in HardwareProfile.objects.order_by("name").values_list("name", flat=True):
+        if not capability.workers_known:
+            hardware.append(HardwareChoice(name, name, True))
+        elif name in capability.gpu:
+            hardware.append(HardwareChoice(name, f"{name} (GPU: {capability.gpu[name]})", True))
+        elif name in capability.interpreter:
+            hardware.append(HardwareChoice(name, f"{name} (no GPU: Triton's CPU interpreter)",
+                                           True))
+        else:
+            hardware.append(HardwareChoice(name, f"{name} (no worker)", False))
+    asked = int(release) if release and release.isdigit() else None
+    current = [r.pk for r in capability.current_releases]
+    default_release = asked if any(r.pk == asked for r in releases) else \
+        (current[0] if current else (releases[0].pk if releases else None))
+    served = [h.name for h in hardware if h.served]
+    # a GPU-served profile first; else the H200 (the profile recorded results are on), if served
+    preferred = [*sorted(capability.gpu), *(["H200"] if "H200" in served else []), *served]
+    default_hardware = next((h for h in preferred if any(c.name == h for c in hardware)),
+                            hardware[0].name if hardware else "")
+    return UploadChoices(releases=releases, hardware_choices=hardware, release=default_release,
+                         hardware=default_hardware,
+                         mode=MODE_RANKED if capability.anything_ranked else MODE_CHECK,
+                         ranked_offered=capability.anything_ranked)

@@ -16,6 +16,7 @@ from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
 
 from evaluation.baselines import baseline_source
+from evaluation.catalog.capability import cannot_evaluate
 from evaluation.catalog.models import HardwareProfile, Release
 from evaluation.catalog.selectors import evaluated_hidden_shape_ids, evaluated_shape_ids
 from portal.accounts.models import Team, signed_in
@@ -87,9 +88,12 @@ def quota_status(team: Team) -> QuotaStatus:
                                             infrastructure_failure=False)
                .exclude(mode=EvaluationJob.Mode.INTERPRETER)))
         .values_list("mode").annotate(n=Count("pk")).order_by())
+    # An admin's re-run (a low-priority attempt) is the portal's work, not the team's: it
+    # holds none of the team's concurrent slots.
     active = Submission.objects.filter(team=team).filter(
         Exists(EvaluationJob.objects.filter(candidate__submission=OuterRef("pk"),
-                                            status__in=EvaluationJob.Status.active())))
+                                            status__in=EvaluationJob.Status.active(),
+                                            low_priority=False)))
     return QuotaStatus(daily_limit=team.daily_submission_quota,
                        used_today=counted.get(MODE_RANKED, 0),
                        concurrent_limit=team.concurrent_job_quota, active=active.count(),
@@ -145,8 +149,7 @@ def submission_create(*, team: Team, user: object | None, release: Release,
         for name, source in sorted(sources.items()):
             shapes = evaluated_shape_ids(operators[name])
             if not shapes:
-                raise UploadRejected(f"no shape of {name} matches this portal's shape filter "
-                                     f"{settings.ATREX_SHAPE_FILTER or 'the scored tier'!r}")
+                raise UploadRejected(cannot_evaluate(release, operator=name))
             candidate = Candidate.objects.create(
                 submission=submission, operator=operators[name], source=source,
                 sha256=hashlib.sha256(source.encode()).hexdigest(), dsl=dsls[name])

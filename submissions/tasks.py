@@ -8,7 +8,8 @@ from celery import Task, shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from evaluation.protocol import RECORD_EVENT_TASK, RECORD_NCU_TASK
+from evaluation.catalog import capability
+from evaluation.protocol import RECORD_EVENT_TASK, RECORD_NCU_TASK, RECORD_WORKER_TASK
 from submissions import jobs, ncu, webhooks
 
 
@@ -69,3 +70,11 @@ def deliver_webhook(self: Task[Any, Any], submission_id: int, body: str, deliver
         if exc.retry and self.request.retries < settings.ATREX_WEBHOOK_RETRIES:
             raise self.retry(countdown=webhooks.retry_delay(self.request.retries)) from None
         webhooks.delivery_failed(submission_id, delivery, exc, attempts)
+
+
+@shared_task(name=RECORD_WORKER_TASK, acks_late=True,
+             autoretry_for=(OperationalError, InterfaceError), retry_backoff=1,
+             retry_backoff_max=30, max_retries=12)
+def record_worker(payload: dict[str, Any]) -> None:
+    """A GPU worker's announcement: what it evaluates (evaluation/catalog/capability.py)."""
+    capability.worker_announced(payload)

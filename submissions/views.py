@@ -12,17 +12,26 @@ from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from evaluation.catalog.models import HardwareProfile, Release
+from evaluation.catalog.capability import portal_capability
 from evaluation.harness.dsl import DSL_LABELS, KNOWN_DSLS
-from portal.accounts.models import Team, TokenScope, invite_create, token_create, token_revoke
+from portal.accounts.models import (
+    MAX_INVITE_USES,
+    Team,
+    TokenScope,
+    invite_create,
+    invite_revoke,
+    token_create,
+    token_revoke,
+)
 from portal.accounts.viewer import ViewerRequest
 from portal.errors import DomainError
 from portal.forms import first_error
 from portal.throttles import limited_posts
 from submissions.forms import (
+    InviteCreateForm,
+    InviteRevokeForm,
     ResultReviewForm,
     ShareLinksForm,
     SubmissionForm,
@@ -32,8 +41,8 @@ from submissions.forms import (
     WebhookForm,
     form_or_400,
 )
-from submissions.models import MODE_RANKED, EvaluationJob, ShapeResult
-from submissions.ncu import ncu_profile_request, ncu_profiles_of
+from submissions.models import EvaluationJob, ShapeResult
+from submissions.ncu import ncu_available, ncu_profile_request, ncu_profiles_of
 from submissions.profile import submission_profile
 from submissions.selectors import (
     active_weights_score,
@@ -42,6 +51,7 @@ from submissions.selectors import (
     recent_submissions,
     submission_detail,
     team_operators,
+    upload_choices,
 )
 from submissions.services import quota_status, shape_result_review, submission_from_upload
 from submissions.sharing import (
@@ -116,7 +126,14 @@ def _test_webhook(request: ViewerRequest, team: Team) -> TeamPosted:
 
 
 def _create_invite(request: ViewerRequest, team: Team) -> TeamPosted:
-    invite_create(team=team, created_by=request.user)
+    uses = form_or_400(InviteCreateForm(request.POST))["invite_uses"] or 1
+    invite_create(team=team, created_by=request.user, max_uses=uses)
+    return TeamPosted()
+
+
+def _revoke_invite(request: ViewerRequest, team: Team) -> TeamPosted:
+    invite = form_or_400(InviteRevokeForm(request.POST))["invite_revoke"]
+    invite_revoke(team=team, invite_id=invite, actor=request.user)
     return TeamPosted()
 
 
@@ -126,7 +143,7 @@ TEAM_PAGE_ACTIONS: tuple[tuple[str, Callable[[ViewerRequest, Team], TeamPosted]]
     ("revoke", _revoke_token), ("token_name", _create_token),
     ("share_links", _set_share_links), ("webhook_url", _set_webhook),
     ("webhook_rotate", _rotate_webhook_secret), ("webhook_test", _test_webhook),
-    ("invite_create", _create_invite),
+    ("invite_create", _create_invite), ("invite_revoke", _revoke_invite),
 )
 
 
@@ -159,8 +176,8 @@ def team_page(request: ViewerRequest) -> HttpResponse:
         if settings_error else team.webhook_url,
         "quota": quota_status(team), "submissions": recent_submissions(request.viewer),
         "history_operators": team_operators(team),
-        "invites": team.invites.filter(revoked_at__isnull=True, expires_at__gt=timezone.now())
-        .order_by("-created_at")},
+        "invites": team.invites.usable().order_by("-created_at"),
+        "max_invite_uses": MAX_INVITE_USES},
         status=400 if settings_error else 200)
 
 
@@ -173,33 +190,50 @@ def upload_page(request: ViewerRequest) -> HttpResponse:
         return render(request, "submissions/upload.html", {"team": None,
                                                            "admin": request.viewer.admin},
                       status=403 if request.method == "POST" else 200)
+    capability = portal_capability()
+    choices = upload_choices(capability, release=request.GET.get("release"))
     # A rejected upload shows the fields as posted again (a file input cannot be refilled:
-    # the page asks for the file again).
+    # the page asks for the file again). The defaults are what this portal can evaluate.
     form = SubmissionForm(request.POST, request.FILES) if request.method == "POST" else \
-        SubmissionForm(initial={"hardware": "H200", "mode": request.GET.get("mode", MODE_RANKED),
-                                "release": request.GET.get("release"),
+        SubmissionForm(initial={"hardware": choices.hardware, "release": choices.release,
+                                "mode": request.GET.get("mode", choices.mode),
                                 "operator": request.GET.get("operator")})
-    releases = list(Release.objects.order_by("name", "-version").prefetch_related("operators"))
-    context: dict[str, Any] = {"team": team, "releases": releases,
-                               # the operator list, one group per release: a single .py is
-                               # evaluated as the chosen one, whatever its file is called
-                               "release_operators": [(r, sorted(op.name for op in r.operators.all()))
-                                                     for r in releases],
-                               "hardware": HardwareProfile.objects.order_by("name"),
-                               "quota": quota_status(team), "error": None, "form": form,
-                               "dsl_names": KNOWN_DSLS,
+    context: dict[str, Any] = {"team": team, "choices": choices, "capability": capability,
+                               "quota": quota_status(team), "error": None, "error_field": "",
+                               "form": form, "dsl_names": KNOWN_DSLS,
                                "dsl_labels": ", ".join(f"{n} ({label})"
                                                        for n, label in DSL_LABELS.items())}
     if request.method != "POST":
         return render(request, "submissions/upload.html", context)
     try:
         if not form.is_valid():
-            raise UploadRejected(first_error(form))
+            field = next(iter(form.errors))
+            raise UploadRejected(f"{field}: {form.errors[field][0]}" if field != "__all__"
+                                 else first_error(form))
         submission = submission_from_upload(team=team, user=request.user, fields=form.cleaned_data)
     except DomainError as exc:
         context["error"] = str(exc)
+        context["error_field"] = upload_error_field(str(exc))
         return render(request, "submissions/upload.html", context, status=exc.http_status)
     return redirect("submission", pk=submission.pk)
+
+
+# The upload form's fields an error message can name first ("dsl: ...").
+_UPLOAD_FIELDS = ("release", "hardware", "operator", "dsl", "mode", "agent", "model",
+                  "output_tokens", "notes")
+
+
+def upload_error_field(message: str) -> str:
+    """The form field a refusal is about, so the page shows it there: the one its message
+    starts with, the operator for an unknown operator, else the file."""
+    head = message.split(":", 1)[0].strip()
+    if head in _UPLOAD_FIELDS:
+        return head
+    if "no operator named" in message or "has no shape" in message:
+        return "operator" if "no operator named" in message else "release"
+    if message.startswith("This portal"):
+        return "release"
+    return "file"
 
 
 @login_required
@@ -216,6 +250,7 @@ def submission_page(request: ViewerRequest, pk: int) -> HttpResponse:
         # Once every job has ended: per-shape sections a poll would close again.
         "profile": None if live else submission_profile(submission),
         "ncu_profiles": ncu_profiles_of(submission),
+        "ncu_available": None if request.htmx else ncu_available(submission),
         # Outside the live part: a poll does not read them.
         "iteration": None if request.htmx else iteration_links(request.viewer, submission),
         "own": request.viewer.team == submission.team,

@@ -127,17 +127,23 @@ def _resolve_allowed(host: str, port: int) -> str:
 
 
 _IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+# SIIT's IPv4-translated addresses (RFC 2765): ::ffff:0:a.b.c.d reaches a.b.c.d through a
+# stateless translator, so [::ffff:0:127.0.0.1] is the loopback's, as the IPv4-mapped form is.
+_IPV4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+# Deprecated (RFC 3879) but still routed inside some sites, and not "private" to Python.
+_SITE_LOCAL = ipaddress.IPv6Network("fec0::/10")
 
 
 def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
     """The IPv4 addresses an IPv6 address carries (and reaches through a translator or a
-    tunnel): IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo's server and client."""
+    tunnel): IPv4-mapped, IPv4-translated, IPv4-compatible, NAT64, 6to4, Teredo's server and
+    client."""
     low32 = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     if ip.ipv4_mapped is not None:
         return [ip.ipv4_mapped]
-    if ip in _IPV4_COMPATIBLE or ip in _NAT64:
+    if ip in _IPV4_COMPATIBLE or ip in _IPV4_TRANSLATED or ip in _NAT64:
         return [low32]
     if ip.sixtofour is not None:
         return [ip.sixtofour]
@@ -149,8 +155,8 @@ def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
 def _is_public(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address):
-        if ip in _NAT64_LOCAL:
-            return False  # a local translator: its mapping of the IPv4 part is its own
+        if ip in _NAT64_LOCAL or ip in _SITE_LOCAL:
+            return False  # a local translator's mapping is its own; a site's own addresses
         embedded = _embedded_ipv4(ip)
         if embedded:
             # Judged by where it leads: every address it carries must be global.

@@ -185,3 +185,20 @@ class Shape(models.Model):
 
     def __str__(self) -> str:
         return f"{self.operator.name}/{self.shape_id}"
+
+
+class EvaluationWorker(models.Model):
+    """A GPU worker as it last announced itself (evaluation/protocol.Announcement): what this
+    portal can evaluate is what its workers announced lately (evaluation/catalog/capability.py)."""
+
+    name = models.CharField(max_length=200, unique=True)
+    hardware = models.JSONField(default=list, help_text="hardware profiles whose queue it consumes")
+    mode = models.CharField(max_length=30, blank=True, help_text="gpu, or cpu-interpreter")
+    device = models.CharField(max_length=200, blank=True)
+    dsls = models.JSONField(default=list)
+    evaluator_version = models.CharField(max_length=30, blank=True)
+    first_seen = models.DateTimeField(auto_now_add=True)
+    last_seen = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.device or self.mode})"

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import TypedDict
 
 from django.conf import settings
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Max, Q, QuerySet
 from django_stubs_ext import WithAnnotations
 
 from evaluation.catalog.models import Operator, Release, Shape
@@ -19,6 +19,8 @@ from evaluation.catalog.models import Operator, Release, Shape
 # The dev tier: tiny shapes a release carries for CPU checks (Triton's interpreter). They are
 # never part of the scored tier, which is what GPU deployments evaluate and boards count.
 DEV_TIER = "dev-*"
+# A shape filter that means the scored tier whatever ATREX_SHAPE_FILTER says (an empty glob).
+SCORED_TIER = ""
 
 
 def releases_public() -> QuerySet[Release]:
@@ -27,6 +29,25 @@ def releases_public() -> QuerySet[Release]:
         operator_count=Count("operators", distinct=True),
         shape_count=Count("operators__shapes", filter=Q(operators__shapes__hidden=False))
     ).order_by("name", "-version")
+
+
+def newest_versions() -> dict[str, int]:
+    """Each release name's newest version: what a bare name (`atrex-fixture`) means."""
+    return dict(Release.objects.values("name").annotate(newest=Max("version"))
+                .values_list("name", "newest"))
+
+
+def newest_release(release: Release) -> Release | None:
+    """The newest version of the release's name, when that is not `release` itself."""
+    newest = Release.objects.filter(name=release.name).order_by("-version").first()
+    return newest if newest is not None and newest.pk != release.pk else None
+
+
+def superseded_release_ids() -> set[int]:
+    """Releases with a newer version of their name."""
+    newest = newest_versions()
+    return {pk for pk, name, version in Release.objects.values_list("pk", "name", "version")
+            if version != newest[name]}
 
 
 class ShapeCount(TypedDict):

@@ -21,15 +21,25 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 from celery import Celery
 from celery.signals import worker_init, worker_ready, worker_shutdown
+from kombu.exceptions import KombuError
 
 from evaluation.harness.sandbox import SandboxSettings, planned_isolation, workdir_base
 from evaluation.harness.workarea import sweep_stale_areas
-from evaluation.protocol import FILESYSTEM_BROKER, TASK_SETTINGS, broker_settings
+from evaluation.protocol import (
+    ANNOUNCE_EVERY_S,
+    FILESYSTEM_BROKER,
+    RECORD_WORKER_TASK,
+    RESULTS_QUEUE,
+    TASK_SETTINGS,
+    Announcement,
+    broker_settings,
+)
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +91,36 @@ def _start_first_children(**_: Any) -> None:
              device)
 
 
+_stop_announcing = threading.Event()
+
+
+@worker_ready.connect
+def _announce(sender: Any = None, **_: Any) -> None:
+    """Tell the portal what this worker evaluates, now and every ANNOUNCE_EVERY_S seconds
+    (from a thread: a solo worker's main thread is busy while a job runs)."""
+    from evaluation.worker.jobs import worker_capability
+
+    queues = [q.name for q in getattr(getattr(sender, "task_consumer", None), "queues", ())]
+    announcement = Announcement(worker=str(getattr(sender, "hostname", "") or "worker"),
+                                queues=tuple(queues), **worker_capability())
+
+    def loop() -> None:
+        while True:
+            try:
+                app.send_task(RECORD_WORKER_TASK, args=[announcement.payload()],
+                              queue=RESULTS_QUEUE, retry=True,
+                              retry_policy={"max_retries": 3, "interval_start": 1})
+            except (OSError, KombuError) as exc:  # the broker away: the next one may pass
+                log.warning("announcement not sent: %s", exc)
+            if _stop_announcing.wait(ANNOUNCE_EVERY_S):
+                return
+
+    threading.Thread(target=loop, name="announce", daemon=True).start()
+
+
 @worker_shutdown.connect
 def _stop_children(**_: Any) -> None:
     from evaluation.worker.jobs import close_warm_children
 
+    _stop_announcing.set()
     close_warm_children()

@@ -49,7 +49,7 @@ from evaluation.harness.release import (
     load_public_operator,
     parse_shapes_document,
 )
-from evaluation.harness.results import ShapeReport, json_safe
+from evaluation.harness.results import EVALUATOR_VERSION, ShapeReport, json_safe
 from evaluation.harness.sandbox import HarnessError, SandboxSettings, WarmChildren
 from evaluation.protocol import (
     SPEC_VERSION,
@@ -119,6 +119,18 @@ def worker_device() -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def worker_capability() -> dict[str, Any]:
+    """What this worker can evaluate, as its Announcement says: the mode (timed on a GPU, or
+    checked in Triton's CPU interpreter), the device and the DSLs it runs there."""
+    import torch
+
+    device = worker_device()
+    return {"mode": evaluation_mode(device),
+            "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
+            "dsls": tuple(d for d in KNOWN_DSLS if unavailable_reason(d, device) is None),
+            "evaluator_version": EVALUATOR_VERSION}
 
 
 def close_warm_children() -> None:

@@ -1,11 +1,12 @@
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 
 from portal import derived_cache
 from portal.audit.models import audit
 
-from .models import ApiToken, Membership, Team, TeamInvite
+from .models import ApiToken, Membership, PendingTeam, Team, TeamInvite
+from .signup import SignupRefused, signup_activate
 
 
 def _set_hidden(request: Any, queryset: Any, hidden: bool) -> None:
@@ -53,6 +54,27 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
 
 @admin.register(TeamInvite)
 class TeamInviteAdmin(admin.ModelAdmin[TeamInvite]):
-    list_display = ("team", "created_by", "created_at", "expires_at", "revoked_at")
-    readonly_fields = ("code", "created_at")
+    list_display = ("team", "created_by", "created_at", "expires_at", "uses", "max_uses",
+                    "revoked_at")
+    readonly_fields = ("code", "created_at", "uses")
     list_filter = ("team",)
+
+
+@admin.action(description="Activate: make each team, let its owner sign in")
+def activate_pending(modeladmin: Any, request: Any, queryset: Any) -> None:
+    for pending in queryset.select_related("user"):
+        try:
+            team = signup_activate(user=pending.user, actor=request.user)
+        except SignupRefused as exc:
+            modeladmin.message_user(request, f"{pending.user}: {exc}", messages.ERROR)
+        else:
+            modeladmin.message_user(request, f"{pending.user} activated, team {team} made")
+
+
+@admin.register(PendingTeam)
+class PendingTeamAdmin(admin.ModelAdmin[PendingTeam]):
+    """Accounts under approval that asked for a team of their own (ATREX_SIGNUP=approval)."""
+
+    list_display = ("team_name", "user", "requested_at")
+    readonly_fields = ("user", "team_name", "requested_at")
+    actions = [activate_pending]

@@ -149,8 +149,18 @@ def signed_in(user: object) -> User | None:
     return user if isinstance(user, User) else None
 
 
+class TeamInviteQuerySet(models.QuerySet["TeamInvite"]):
+    def usable(self) -> TeamInviteQuerySet:
+        """Not revoked, not expired, not used up: a sign-up may still join with it."""
+        from django.utils import timezone
+
+        return self.filter(revoked_at__isnull=True, expires_at__gt=timezone.now(),
+                           uses__lt=models.F("max_uses"))
+
+
 class TeamInvite(models.Model):
-    """A code a team member hands to someone who signs up to join the team."""
+    """A code a team member hands to someone who signs up to join the team: it lets
+    `max_uses` people join, for INVITE_DAYS days, until a member revokes it."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invites")
     code = models.CharField(max_length=40, unique=True)
@@ -159,24 +169,67 @@ class TeamInvite(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
     revoked_at = models.DateTimeField(null=True, blank=True)
+    max_uses = models.PositiveIntegerField(default=1)
+    uses = models.PositiveIntegerField(default=0)
+
+    objects = TeamInviteQuerySet.as_manager()
 
     def __str__(self) -> str:
         return f"invite to {self.team}"
 
 
 INVITE_DAYS = 7
+MAX_INVITE_USES = 20
 
 
-def invite_create(*, team: Team, created_by: object | None) -> TeamInvite:
+def invite_create(*, team: Team, created_by: object | None, max_uses: int = 1) -> TeamInvite:
+    """A code that lets `max_uses` people (1 to MAX_INVITE_USES) join the team; audited."""
     from datetime import timedelta
 
     from django.utils import timezone
 
     from portal.audit.models import audit
 
+    if not 1 <= max_uses <= MAX_INVITE_USES:
+        raise ValueError(f"an invite is for 1 to {MAX_INVITE_USES} people")
     invite = TeamInvite.objects.create(
         team=team, code=f"join-{secrets.token_urlsafe(18)}", created_by=signed_in(created_by),
-        expires_at=timezone.now() + timedelta(days=INVITE_DAYS))
+        expires_at=timezone.now() + timedelta(days=INVITE_DAYS), max_uses=max_uses)
     audit(actor=created_by, action="team.invite", target=f"team:{team.slug}",
-          after={"invite": invite.pk, "expires_at": invite.expires_at.isoformat()})
+          after={"invite": invite.pk, "expires_at": invite.expires_at.isoformat(),
+                 "max_uses": max_uses})
     return invite
+
+
+def invite_revoke(*, team: Team, invite_id: int, actor: object | None) -> bool:
+    """Revoke one of `team`'s invite codes (a member's right), audited; another team's
+    code is left alone. Returns whether one of the team's codes was revoked."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    from portal.audit.models import audit
+
+    with transaction.atomic():
+        invite = TeamInvite.objects.select_for_update().filter(team=team, pk=invite_id).first()
+        if invite is None:
+            return False
+        if invite.revoked_at is None:
+            invite.revoked_at = timezone.now()
+            invite.save(update_fields=["revoked_at"])
+        audit(actor=actor, action="team.invite_revoke", target=f"team:{team.slug}",
+              after={"invite": invite.pk, "uses": invite.uses,
+                     "revoked_at": invite.revoked_at.isoformat()})
+    return True
+
+
+class PendingTeam(models.Model):
+    """A team a sign-up asked for, made only when an admin activates the account
+    (ATREX_SIGNUP=approval): waiting, it reserves no name (portal/accounts/signup.py)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                related_name="pending_team")
+    team_name = models.CharField(max_length=100)
+    requested_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.team_name} (for {self.user})"

@@ -77,6 +77,7 @@ def test_the_board_says_what_its_numbers_mean_and_links_the_weights(page: Page,
     expect(page.locator('#board th[data-column="correctness_rate"]')).to_have_text(
         "Correct shapes")
     legend = page.locator("#board-legend")
+    legend.locator("summary").click()  # folded under the table: one line until asked
     for term in ("attainment a", "S_op", "S_agg", "Memory-bound, Compute-bound", "not timed"):
         expect(legend.locator("dt", has_text=term).first).to_be_visible()
     expect(legend).to_contain_text("SOL / T")

@@ -122,7 +122,7 @@ def test_a_check_chosen_on_the_upload_form_is_labelled_on_its_page(page: Page) -
     member_of(TeamFactory(name="Olive"), "olga")
     sign_in(page, "olga", PASSWORD)
     page.goto("/submit/")
-    page.get_by_label("Release").select_option(label="atrex-fixture v1")
+    page.get_by_label("Release").select_option(label="atrex-fixture v1 (newest)")
     page.get_by_label("File").set_input_files(str(SAMPLE_CANDIDATES / "rms_norm" /
                                                   "triton_native.py"))
     page.get_by_label("Operator").select_option("rms_norm")

@@ -67,7 +67,8 @@ def test_no_main_page_scrolls_sideways_on_a_phone(page: Page, world: PhoneWorld)
     public = ["/", f"/releases/{pk}/", f"/releases/{pk}/rms_norm/", f"/boards/{pk}/H200/",
               f"/boards/{pk}/H200/?all=1", f"/boards/{pk}/H200/operators/rms_norm/",
               f"/boards/{pk}/H200/analysis/", f"/boards/{pk}/H200/changes/", "/accounts/login/",
-              "/api/docs/"]
+              "/api/docs/", "/boards/", "/releases/", "/docs/", "/docs/cli/", "/docs/teams/",
+              "/docs/developers/"]
     team = ["/team/", "/submit/", f"/submissions/{red}/"]
     admin = ["/team/", "/submit/", f"/submissions/{red}/", "/staff/quarantine/",
              f"/staff/releases/{pk}/weights/"]
@@ -79,3 +80,15 @@ def test_no_main_page_scrolls_sideways_on_a_phone(page: Page, world: PhoneWorld)
     wide |= {f"{path} (admin)": horizontal_overflow(page, path) for path in admin}
     overflowing = {path: px for path, px in wide.items() if px > 0}
     assert not overflowing, f"pixels wider than a {PHONE['width']} px window: {overflowing}"
+
+
+def test_a_failed_shapes_row_stays_short_on_a_phone(page: Page, world: PhoneWorld) -> None:
+    """Its long message gets a readable width in a table that scrolls in its own box, not a
+    column one word wide and a row a screen tall (it was about 470 px)."""
+    page.set_viewport_size(PHONE)
+    sign_in(page, "ruby", PASSWORD)
+    page.goto(f"/submissions/{world.red_submission.pk}/")
+    failed = page.locator("table.shape-results tr", has=page.locator(".badge.failed")).first
+    box = failed.bounding_box()
+    assert box is not None and box["height"] < 200, box
+    assert int(page.evaluate("document.documentElement.scrollWidth")) <= PHONE["width"]

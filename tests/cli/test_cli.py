@@ -268,3 +268,32 @@ def test_evaluate_local_refuses_a_syntax_error_before_the_harness_and_names_the_
     assert "nothing was evaluated" in run.stderr
     assert "shapes correct" not in run.stderr and "candidate.py" not in run.stderr
 
+
+
+def test_evaluate_local_refuses_a_file_without_model_before_the_harness(
+        portal: dict[str, Any], tmp_path: Path) -> None:
+    nameless = tmp_path / "rms_norm.py"
+    nameless.write_text("import torch\n\nclass MyNorm(torch.nn.Module):\n    pass\n")
+    run = atrex(portal, "evaluate-local", str(nameless), "--release", str(FIXTURE_RELEASE),
+                "--operator", "rms_norm")
+    assert run.returncode == client.EXIT_REJECTED, run.stderr
+    assert f"{nameless} defines no class Model (or ModelNew); nothing was evaluated" in run.stderr
+    assert "shapes correct" not in run.stderr  # the harness never started
+
+
+def test_problems_says_what_this_portal_evaluates_and_which_version_a_name_means(
+        portal: dict[str, Any]) -> None:
+    from evaluation.catalog.capability import worker_announced
+
+    worker_announced({"worker": "eval@cpu", "queues": ["eval.H200"], "mode": "cpu-interpreter",
+                      "device": "cpu", "dsls": ["triton"]})
+    listing = atrex(portal, "problems")
+    assert listing.returncode == 0, listing.stderr
+    assert "This portal has no GPU worker: it checks atrex-fixture on the dev tier" in (
+        listing.stderr)
+    row = next(line for line in listing.stdout.splitlines() if "atrex-fixture@v1" in line)
+    assert "checks on H200 (CPU)" in row
+    doc = json.loads(atrex(portal, "problems", "--format", "json").stdout)
+    assert doc[0]["checked_on"] == ["H200"] and doc[0]["evaluated_shapes"] > 0
+    named = atrex(portal, "problems", "atrex-fixture")
+    assert "atrex-fixture means atrex-fixture@v1, its newest version" in named.stderr

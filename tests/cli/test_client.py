@@ -15,13 +15,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.files.uploadhandler import MemoryFileUploadHandler
 from django.http.multipartparser import MultiPartParser
 
 from atrex_cli import client, config
-from atrex_cli.main import main, upload_payload
+from atrex_cli.main import _not_ranked_because, main, upload_payload
 from atrex_cli.portal import _safe_member
 
 
@@ -255,3 +256,13 @@ def test_an_unknown_host_or_a_url_without_scheme_is_unreachable(
         config_file: Path, capsys: pytest.CaptureFixture[str], server: str) -> None:
     assert main(["problems", "--server", server]) == client.EXIT_UNREACHABLE
     assert f"cannot reach the portal at {server}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("detail", "why"), [
+    ({"mode": "check"}, "never ranked (check mode)"),
+    ({"mode": "ranked", "outcome": {"interpreter": True}}, "interpreter check: no GPU time"),
+    ({"mode": "ranked", "score": {"complete": False}}, "until every job has ended"),
+    ({"mode": "ranked", "outcome": {}, "score": {"complete": True}}, "under review"),
+])
+def test_a_score_not_ranked_says_why_as_its_page_does(detail: dict[str, Any], why: str) -> None:
+    assert why in _not_ranked_because(detail)

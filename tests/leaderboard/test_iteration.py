@@ -235,3 +235,18 @@ def test_a_diff_of_huge_sources_is_left_out() -> None:
     assert diff_lines("--- a\n+++ b\n@@ -1 +1 @@\n-x\n+y\n z") == [
         ("file", "--- a"), ("file", "+++ b"), ("hunk", "@@ -1 +1 @@"), ("del", "-x"),
         ("add", "+y"), ("context", " z")]
+
+
+def test_a_job_that_ended_with_no_shape_correct_reads_failed_not_scored(
+        world: IterationWorld) -> None:
+    """History, compare and their API (which `atrex history` prints) say what the team's
+    list says: "scored" only when some shape passed."""
+    failed = scored_kernels(world.red, world.release, {"rms_norm": ("z", 0.0)}, status="failed")
+    last = operator_history(team=world.red, operator="rms_norm")["entries"][-1]
+    assert last["submission"] == failed.pk and last["status"] == "failed"
+    compared = submission_compare(world.third, failed)
+    assert compared["b"]["status"] == "failed" and compared["a"]["status"] == "scored"
+    [rms] = [op for op in compared["operators"] if op["operator"] == "rms_norm"]
+    assert (rms["a"]["status"], rms["b"]["status"]) == ("scored", "failed")
+    page = signed_in(world.ruby).get("/team/history/rms_norm/").content.decode()
+    assert '<span class="badge failed">failed</span>' in page

@@ -21,7 +21,6 @@ pytestmark = pytest.mark.django_db
 
 ROLES = ("anonymous", "member", "other", "staff", "superuser")
 PUBLIC = dict.fromkeys(ROLES, 200)
-PUBLIC_REDIRECT = dict.fromkeys(ROLES, 302)  # the header's Boards link: to a board, for all
 STAFF_ONLY_PAGE = {"anonymous": 302, "member": 302, "other": 302, "staff": 200, "superuser": 200}
 # Admins in no team get a landing page (every team's submissions) and a Submit page that
 # says why they cannot upload, not a 404.
@@ -36,13 +35,14 @@ OWN_SUBMISSION_API = {"anonymous": 401, "member": 200, "other": 404, "staff": 20
 # in. POSTs send {"action": "freeze"} unless POST_DATA names what they send.
 MATRIX: list[tuple[str, str, str, dict[str, int]]] = [
     ("home", "GET", "/", PUBLIC),
+    ("problems", "GET", "/releases/", PUBLIC),
     ("release", "GET", "/releases/{release}/", PUBLIC),
     ("operator", "GET", "/releases/{release}/rms_norm/", PUBLIC),
     ("release-weights", "GET", "/releases/{release}/weights/", PUBLIC),
     ("docs-index", "GET", "/docs/", PUBLIC),
     ("docs", "GET", "/docs/teams/", PUBLIC),
     ("docs-screenshot", "GET", "/docs/screenshots/weights.png", PUBLIC),
-    ("boards", "GET", "/boards/", PUBLIC_REDIRECT),
+    ("boards", "GET", "/boards/", PUBLIC),
     ("board", "GET", "/boards/{release}/H200/", PUBLIC),
     ("board-analysis", "GET", "/boards/{release}/H200/analysis/", PUBLIC),
     ("paper-table", "GET", "/boards/{release}/H200/table/", PUBLIC),
@@ -82,6 +82,7 @@ MATRIX: list[tuple[str, str, str, dict[str, int]]] = [
     ("admin-login", "GET", "/admin/login/",
      {"anonymous": 200, "member": 200, "other": 200, "staff": 302, "superuser": 302}),
     ("admin", "GET", "/admin/", STAFF_ONLY_PAGE),
+    ("api-capability", "GET", "/api/capability/", PUBLIC),
     ("api-releases", "GET", "/api/releases/", PUBLIC),
     ("api-operators", "GET", "/api/releases/{release}/operators/", PUBLIC),
     ("api-bundle", "GET", "/api/releases/{release}/bundle/", PUBLIC),

@@ -58,3 +58,24 @@ def test_the_embedded_brokers_folders_and_messages_are_the_broker_users_alone(
     assert len(messages) == 1
     assert {stat.S_IMODE(f.stat().st_mode) for f in folders} == {0o700}
     assert stat.S_IMODE(messages[0].stat().st_mode) == 0o600
+
+
+def test_stop_messages_do_not_pile_up_once_their_runs_end(tmp_path: Path) -> None:
+    """Each running evaluation listens on a queue of its own bound to the stop exchange; the
+    filesystem transport ignored auto_delete, so every later stop was written again for each
+    run that had ended (51 files after 17 cancels). Now a run's queue goes with it."""
+    from celery import Celery
+
+    from evaluation.protocol import FILESYSTEM_BROKER, broker_settings, publish_stop, stop_message
+    from evaluation.worker.stop import StopWatch
+
+    base = tmp_path / "broker"
+    app = Celery("stops")
+    app.conf.update(**broker_settings(FILESYSTEM_BROKER, base))
+    for job in range(4):
+        with StopWatch(app, job_id=job, attempt=1, run="r") as watch:
+            publish_stop(app, stop_message(job_id=job, up_to_attempt=1))
+            assert watch.stopped.wait(10), "the running evaluation heard its stop"
+        publish_stop(app, stop_message(job_id=job, up_to_attempt=1))  # a cancel after the end
+    assert list((base / "queue").glob("*.msg")) == []
+    assert (base / "control" / "atrex.stop.exchange").read_text() == "[]"

@@ -71,3 +71,15 @@ def test_a_refused_webhook_address_says_how_a_test_deployment_allows_it() -> Non
 
     with pytest.raises(WebhookRejected, match="ATREX_WEBHOOK_ALLOW_PRIVATE=1"):
         check_webhook_url("http://127.0.0.1/hook")
+
+
+def test_the_developers_guide_the_index_links_is_served_too() -> None:
+    index = Client().get("/docs/").content.decode()
+    assert 'href="/docs/developers/"' in index and 'href="../DEVELOPERS.md"' not in index
+    guide = Client().get("/docs/developers/")
+    assert guide.status_code == 200
+    text = guide.content.decode()
+    assert "<h1>Developing the Atrex Portal</h1>" in text
+    assert 'href="/docs/"' in text  # its link back to docs/index.md
+    operations = Client().get("/docs/operations/").content.decode()
+    assert 'href="/docs/developers/#environment-variables"' in operations

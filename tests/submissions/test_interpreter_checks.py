@@ -126,3 +126,27 @@ def test_jobs_stored_before_workers_reported_their_mode_get_it_from_their_result
     assert measured.candidates.get().job.mode == ""
     assert SubmissionScore.objects.get(submission=checked).interpreter_jobs == 1
     assert SubmissionScore.objects.get(submission=measured).interpreter_jobs == 0
+
+
+def test_an_interpreter_check_in_check_mode_says_it_used_no_quota(dev_release: Release) -> None:
+    submission = honest_upload(dev_release)
+    Submission.objects.filter(pk=submission.pk).update(mode=Submission.Mode.CHECK)
+    finish(submission.candidates.get().job, *(checked_shape(s) for s in DEV_SHAPES),
+           mode=INTERPRETER)
+    client = Client()
+    client.force_login(member_of(submission.team, "ruby"))
+    html = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert "An interpreter check (no GPU) counts against no quota." in html
+    assert "daily check quota" not in html
+    assert quota_status(submission.team).checks_today == 0
+
+
+def test_an_admins_rerun_holds_none_of_the_teams_concurrent_slots(dev_release: Release) -> None:
+    submission = honest_upload(dev_release)
+    job = submission.candidates.get().job
+    finish(job, *(checked_shape(s, median_s=5e-6) for s in DEV_SHAPES))
+    assert quota_status(submission.team).active == 0
+    job_rerun(job=job, actor=UserFactory(is_staff=True))
+    job.refresh_from_db()
+    assert job.status == EvaluationJob.Status.QUEUED and job.low_priority
+    assert quota_status(submission.team).active == 0  # the portal's work, not the team's

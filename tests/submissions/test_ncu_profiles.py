@@ -168,3 +168,18 @@ def test_atrex_profile_ncu_asks_and_prints_the_counters(live_server: Any, tmp_pa
     refused = atrex("profile", str(submission.pk), "--ncu", "--operator", "rms_norm",
                     "--shape", HIDDEN_DEV)
     assert refused.returncode != 0 and "no shape" in refused.stderr
+
+
+@pytest.mark.django_db
+def test_a_portal_whose_workers_have_no_gpu_offers_no_ncu_profile(world: ProfiledWorld) -> None:
+    from evaluation.catalog.capability import worker_announced
+
+    worker_announced({"worker": "eval@cpu", "queues": ["eval.H200"], "mode": "cpu-interpreter",
+                      "device": "cpu", "dsls": ["triton"]})
+    member = Client()
+    member.force_login(world.ruby)
+    page = member.get(f"/submissions/{world.submission.pk}/").content.decode()
+    assert 'id="ncu-unavailable"' in page and 'class="ncu-request"' not in page
+    response, send = ask(member, world.submission, "dev-t3-h200")
+    assert response.status_code == 400 and "need a GPU worker for H200" in response.content.decode()
+    assert not send.called and not NcuProfile.objects.exists()

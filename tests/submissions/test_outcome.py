@@ -147,7 +147,13 @@ def test_the_submission_page_prints_untimed_results_as_not_timed_and_failures_as
     assert "not measured" not in html
     # S_op: a shape without a time leaves the operator's median unknown, not 0.
     scores = text(html.split('id="scores"')[1].split("</table>")[0])
-    assert scores.count("not timed") == 6 and "–" not in scores and "0.000" not in scores
+    # S_agg, the mean, memory-bound, prefill, decode: not timed. Compute-bound: 0, for the
+    # release's compute-bound operators (gemm_fp16, ...) this submission left out count 0
+    # there, and rms_norm has no compute-bound shape.
+    cells = scores.split()[-10:]
+    assert scores.count("not timed") == 5 and "–" not in scores
+    assert re.findall(r"not timed|0\.000", scores) == ["not timed"] * 3 + ["0.000"] + [
+        "not timed"] * 2, cells
     assert 'id="legend"' in html
 
 

@@ -225,8 +225,11 @@ def test_a_board_row_says_which_environment_measured_it(profiled: dict[str, Any]
     assert submission.environment == text  # clocks are per shape, not per row
     release = submission.release.pk
     page = Client().get(f"/boards/{release}/H200/").content.decode()
-    assert f"Measured with: {text}" in page
-    assert f'title="{text}">#{submission.pk}' in page
+    folded = re.search(r'<details class="legend" id="environments"><summary>Measured with 1 '
+                       r"environment</summary>(.*?)</details>", page, flags=re.S)
+    assert folded is not None and text in folded.group(1)
+    # hovering its number: the environment, then how many shapes it covers per operator
+    assert f'title="{text}\nscored-tier shapes covered: ' in page
     [row] = Client().get(f"/api/boards/{release}/H200/").json()["rows"]
     assert row["environment"] == text
     csv_text = Client().get(f"/api/boards/{release}/H200/?format=csv").content.decode()

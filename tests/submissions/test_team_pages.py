@@ -120,7 +120,7 @@ def test_a_rejected_upload_keeps_the_forms_fields_and_its_release(
     html = response.content.decode()
     assert response.status_code == 400 and "syntax error" in html
     assert f'<option value="{older.pk}" selected>' in html  # not switched to the newest
-    assert "<option selected>H100</option>" in html
+    assert '<option value="H100" selected>H100</option>' in html
     assert '<option value="rms_norm" selected>rms_norm</option>' in html  # the operator list
     # the refusal names the file the team uploaded, evaluated as the chosen operator's
     assert "kernel.py (as rms_norm.py): syntax error on line 1" in html

@@ -146,8 +146,13 @@ WRAPPED_PRIVATE = [
     "2002:7f00:1::1",  # 6to4
     "2002:a00:7::1",
     "2001:0:4136:e378:8000:63bf:80ff:fffe",  # Teredo, client 127.0.0.1 (obfuscated)
+    "::ffff:0:127.0.0.1",  # IPv4-translated (SIIT, RFC 2765)
+    "::ffff:0:169.254.169.254",  # the cloud metadata address, translated
+    "fec0::1",  # site-local (deprecated, still routed inside sites)
+    "fec0:0:0:ffff::1",
 ]
-WRAPPED_PUBLIC = ["64:ff9b::5db8:d822", "2002:5db8:d822::1", "::ffff:93.184.216.34"]
+WRAPPED_PUBLIC = ["64:ff9b::5db8:d822", "2002:5db8:d822::1", "::ffff:93.184.216.34",
+                  "::ffff:0:93.184.216.34"]
 
 
 @pytest.mark.parametrize("address", WRAPPED_PRIVATE)

@@ -31,7 +31,8 @@ from leaderboard.demo import (
     load_recorded_starter_baselines,
     trace_weights_for_fixture,
 )
-from leaderboard.services import weight_set_from_release
+from leaderboard.models import WeightSet
+from leaderboard.services import rescore_weight_set, weight_set_from_release
 from portal.accounts.models import Membership, Team
 from portal.env import env_str
 
@@ -57,6 +58,7 @@ class Command(BaseCommand):
             raise CommandError(f"{public} is not an Atrex-Bench release folder "
                                "(no data/operator_importance.json); nothing was loaded")
         secret = secret_file_ensure(Path(settings.VAR_DIR) / HIDDEN_SECRET_FILE)
+        loaded = [STARTER.name, FIXTURE.name]
         for path in (STARTER, FIXTURE):
             with transaction.atomic():
                 summary = release_import(path=path, hidden_secret=secret
@@ -68,7 +70,10 @@ class Command(BaseCommand):
             if not options["no_recorded"]:
                 self._recorded(path, summary.release)
         if public is not None:
-            self._public(public, recorded=not options["no_recorded"])
+            loaded.append(self._public(public, recorded=not options["no_recorded"]))
+        # Scores stored by an older portal combine again under today's rules (boards).
+        for weight_set in WeightSet.objects.filter(release__name__in=loaded):
+            rescore_weight_set(weight_set)
         team, _ = Team.objects.get_or_create(slug="demo", defaults={"name": "Demo team"})
         user, created = get_user_model().objects.get_or_create(username=DEMO_USER)
         if created:
@@ -92,7 +97,7 @@ class Command(BaseCommand):
         if weights is not None:
             self.stdout.write(f"weights v{weights.version} (active): {weights.note}")
 
-    def _public(self, path: Path, *, recorded: bool) -> None:
+    def _public(self, path: Path, *, recorded: bool) -> str:
         with transaction.atomic():
             summary = release_import(path=path)
             weight_set_from_release(summary.release)
@@ -109,3 +114,4 @@ class Command(BaseCommand):
             elif ladder:
                 self.stdout.write("recorded H200 expert ladder beside its boards: "
                                   + ", ".join(ladder))
+        return summary.release.name
