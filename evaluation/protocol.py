@@ -59,7 +59,8 @@ def job_spec(*, job_id: int, attempt: int, operator: str, reference_py: str, inp
              shapes_json: str, candidate_source: str, atol: float, rtol: float, dsl: str,
              dsl_ratio_threshold: float, hardware: str, seed: int,
              heartbeat_s: float = 0, hidden_shapes_json: str = "",
-             hidden_budget_s: float = 0, hidden_quantum_s: float = 0) -> dict[str, Any]:
+             hidden_budget_s: float = 0, hidden_quantum_s: float = 0,
+             hidden_budget_per_public: float = 0) -> dict[str, Any]:
     return {
         "version": SPEC_VERSION, "job_id": job_id, "attempt": attempt, "hardware": hardware,
         "operator": {"name": operator, "reference_py": reference_py, "input_py": input_py,
@@ -67,8 +68,21 @@ def job_spec(*, job_id: int, attempt: int, operator: str, reference_py: str, inp
         "candidate_source": candidate_source, "tolerance": {"atol": atol, "rtol": rtol},
         "dsl": dsl, "dsl_ratio_threshold": dsl_ratio_threshold, "seed": seed,
         "heartbeat_s": heartbeat_s, "hidden_budget_s": hidden_budget_s,
-        "hidden_quantum_s": hidden_quantum_s,
+        "hidden_quantum_s": hidden_quantum_s, "hidden_budget_per_public": hidden_budget_per_public,
     }
+
+
+def hidden_budget(minimum_s: float, hidden_count: int, per_public: float,
+                  slowest_public_s: float) -> float:
+    """The seconds a job's hidden tier has before its release: the release's minimum for the
+    job, or `per_public` (Release.hidden_budget_per_public, 3 by default) times its slowest
+    public shape for each hidden one, whichever is longer. Each hidden shape is a public one
+    with one size changed, so an honest kernel's fits; a budget the job's own shapes set
+    costs the GPU host seconds of waiting, not minutes. Both sides compute it from the same
+    reports (the worker from the shapes it ran, the web tier from their progress reports);
+    the candidate can know it too, as it sets its public shapes' times, and learns nothing
+    from it."""
+    return max(minimum_s, hidden_count * per_public * max(slowest_public_s, 0.0))
 
 
 def release_delay(elapsed_s: float, budget_s: float, quantum_s: float) -> float:

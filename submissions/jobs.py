@@ -57,6 +57,7 @@ from evaluation.protocol import (
     Result,
     Started,
     decode_report,
+    hidden_budget,
     job_spec,
     low_priority_queue,
     publish_stop,
@@ -116,7 +117,8 @@ def _next_attempt(job: EvaluationJob, *, low_priority: bool) -> Callable[[], Non
         dsl_ratio_threshold=release.dsl_ratio_threshold, hardware=hardware.name,
         seed=secrets.randbits(63), heartbeat_s=settings.ATREX_JOB_HEARTBEAT_SECONDS,
         hidden_shapes_json=_job_hidden_shapes_json(job),
-        hidden_budget_s=hidden_budget_s(job), hidden_quantum_s=release.hidden_release_quantum_s)
+        hidden_budget_s=hidden_budget_s(job), hidden_quantum_s=release.hidden_release_quantum_s,
+        hidden_budget_per_public=release.hidden_budget_per_public)
     queue = low_priority_queue(hardware.queue) if low_priority else hardware.queue
     task_id = attempt_task_id(job.pk, job.attempts)
 
@@ -345,9 +347,14 @@ def _on_progress(job: EvaluationJob, report: Progress, now: datetime) -> list[st
         return []
     store_shape(job, report.shape)
     job.shapes_done = ShapeResult.every_tier.filter(job=job, attempt=job.attempts).count()
-    if job.hidden_shape_ids and job.shapes_done >= len(job.shape_ids):
+    if not job.hidden_shape_ids:
+        return ["shapes_done"]
+    seconds = report.shape.get("seconds")
+    if isinstance(seconds, int | float) and seconds > job.held.get("slowest_public_s", 0.0):
+        job.held = {**job.held, "slowest_public_s": float(seconds)}  # the budget follows it
+    if job.shapes_done >= len(job.shape_ids):
         _hidden_tier_begins(job, now)  # the last public shape: the hidden ones run next
-    return ["shapes_done"]
+    return ["shapes_done", "held"]
 
 
 def _on_result(job: EvaluationJob, report: Result, now: datetime) -> list[str]:
@@ -388,8 +395,9 @@ def _on_failed(job: EvaluationJob, report: Failed, now: datetime) -> list[str]:
 # place, submissions.selectors.job_progress; what is stored here is the admins'.
 
 def hidden_budget_s(job: EvaluationJob) -> float:
-    """The seconds a job's hidden tier has before its release: the release's budget per
-    hidden shape times the job's hidden shapes."""
+    """The release's minimum for a job's hidden tier: its seconds per hidden shape times the
+    job's hidden shapes (the worker's spec carries it; protocol.hidden_budget adds what the
+    job's slowest public shape asks for)."""
     release = job.candidate.operator.release
     return float(release.hidden_shape_budget_s) * len(job.hidden_shape_ids or ())
 
@@ -398,7 +406,11 @@ def _hidden_tier_begins(job: EvaluationJob, now: datetime) -> None:
     """Fix the release time, once per attempt: the budget after now."""
     if job.hidden_started_at is None:
         job.hidden_started_at = now
-        job.release_at = now + timedelta(seconds=hidden_budget_s(job))
+        release = job.candidate.operator.release
+        budget = hidden_budget(hidden_budget_s(job), len(job.hidden_shape_ids or ()),
+                               float(release.hidden_budget_per_public),
+                               float(job.held.get("slowest_public_s", 0.0)))
+        job.release_at = now + timedelta(seconds=budget)
 
 
 def _is_hidden(job: EvaluationJob, shape: dict[str, Any]) -> bool:

@@ -47,6 +47,7 @@ def without_hold(release: Release) -> Release:
     and a quantum of 0): for tests of what the hidden tier shows once released. The hold
     itself is tests/submissions/test_hidden_tier_clock.py's."""
     Release.objects.filter(pk=release.pk).update(hidden_shape_budget_s=0,
+                                                 hidden_budget_per_public=0,
                                                  hidden_release_quantum_s=0)
     release.refresh_from_db()
     return release

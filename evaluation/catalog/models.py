@@ -93,9 +93,14 @@ class Release(models.Model):
     # The hidden tier without a clock (submissions/jobs.py, protocol.release_delay): a job's
     # hidden results and its end are shown at a time fixed when its hidden shapes begin.
     hidden_shape_budget_s = models.FloatField(
-        default=60.0, help_text="Seconds per hidden shape: a job's hidden tier is released "
-        "this many seconds per hidden shape after it began. Generous enough that honest "
-        "kernels finish within it (each tier waits for it on its GPU host).")
+        default=2.0, help_text="Seconds per hidden shape at least: a job's hidden tier is "
+        "released this many seconds per hidden shape after it began, or the multiple below of "
+        "its slowest public shape per hidden shape if that is longer (protocol.hidden_budget). "
+        "Its GPU host waits for the release before its next job.")
+    hidden_budget_per_public = models.FloatField(
+        default=3.0, help_text="A hidden tier's budget per hidden shape in multiples of its "
+        "job's slowest public shape, when that is longer than the seconds above (0: the "
+        "seconds above alone; both 0 and no quantum: no hold, the hidden tier's end shows).")
     hidden_release_quantum_s = models.FloatField(
         default=1800.0, help_text="Seconds: a hidden tier over its budget is released at the "
         "next multiple of this past the budget. Larger: fewer release times, fewer bits a "

@@ -59,6 +59,7 @@ from evaluation.protocol import (
     Report,
     Result,
     Started,
+    hidden_budget,
     release_delay,
 )
 
@@ -161,14 +162,23 @@ class HiddenTierClock:
     job after it ended: until protocol.release_delay past the start."""
 
     def __init__(self, budget_s: float, quantum_s: float,
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None, hidden_count: int = 0,
+                 per_public: float = 0.0) -> None:
         self.budget_s, self.quantum_s = budget_s, quantum_s
         self.clock: Callable[[], float] = clock or (lambda: time.monotonic())
         self.started: float | None = None
+        self.hidden_count, self.per_public = hidden_count, per_public
+        self.slowest_public_s = 0.0
+
+    def public_shape(self, seconds: float) -> None:
+        """A public shape ran for `seconds`: the budget follows the slowest (hidden_budget)."""
+        self.slowest_public_s = max(self.slowest_public_s, seconds)
 
     def start(self) -> None:
         if self.started is None:
             self.started = self.clock()
+            self.budget_s = hidden_budget(self.budget_s, self.hidden_count, self.per_public,
+                                          self.slowest_public_s)
 
     def hold_s(self) -> float:
         """Seconds left to wait now, the hidden tier having ended (0: none began)."""
@@ -253,7 +263,10 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
     if warm is not None and warm.dsl != spec["dsl"]:
         warm = None  # the worker's children are started for its usual DSL
     hidden_clock = HiddenTierClock(float(spec.get("hidden_budget_s") or 0),
-                                   float(spec.get("hidden_quantum_s") or 0))
+                                   float(spec.get("hidden_quantum_s") or 0),
+                                   hidden_count=len(json.loads(
+                                       spec["operator"].get("hidden_shapes_json") or "{}")),
+                                   per_public=float(spec.get("hidden_budget_per_public") or 0))
     try:
         with tempfile.TemporaryDirectory(prefix="atrex-job-") as folder:
             operator_dir = Path(folder) / spec["operator"]["name"]
@@ -279,6 +292,8 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
             def progress(shape: ShapeReport, done: int, total: int) -> None:
                 stop_here()  # a stopped run's last shape was cut short: not reported
                 report(Progress(**ids, done=done, total=total, shape=json_safe(asdict(shape))))
+                if done <= public_count:
+                    hidden_clock.public_shape(shape.seconds)
                 if hidden and done == public_count:
                     hidden_clock.start()  # the hidden shapes come next
 

@@ -25,7 +25,7 @@ from django.utils import timezone
 from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, Release
 from evaluation.harness.results import ShapeReport
-from evaluation.protocol import job_spec, release_delay
+from evaluation.protocol import hidden_budget, job_spec, release_delay
 from evaluation.worker.jobs import HiddenTierClock, hold_until_release, run_job_spec
 from leaderboard.services import rescore_submission, weight_set_from_release
 from portal.accounts.models import Team
@@ -364,6 +364,23 @@ def test_the_worker_waits_out_the_release_time_before_its_next_job() -> None:
     hold_until_release(clock, None, sleep=fake.sleep)
     assert clock.started is not None
     assert fake.now - clock.started == pytest.approx(BUDGET_S + QUANTUM_S)
+
+
+def test_the_budget_follows_the_jobs_slowest_public_shape_on_both_sides() -> None:
+    """A minimum of 2 s a hidden shape, or 3 times the slowest public shape: the worker waits
+    seconds, not the minutes a fixed budget big enough for the slowest operator would cost."""
+    assert hidden_budget(4.0, 2, 3.0, 0.5) == 4.0  # 2 x 3 x 0.5 = 3 s: the minimum
+    assert hidden_budget(4.0, 2, 3.0, 1.5) == 9.0
+    assert hidden_budget(0.0, 2, 0.0, 1.5) == 0.0  # no hold at all (tests, or by choice)
+    fake = FakeTime()
+    clock = HiddenTierClock(4.0, QUANTUM_S, clock=fake.monotonic, hidden_count=2,
+                            per_public=3.0)
+    for seconds in (0.2, 1.5, 0.7):  # the public shapes, as the worker ran them
+        clock.public_shape(seconds)
+    clock.start()
+    fake.now += 2.0  # the hidden shapes ran
+    hold_until_release(clock, None, sleep=fake.sleep)
+    assert clock.started is not None and fake.now - clock.started == pytest.approx(9.0)
 
 
 def test_a_stop_ends_the_workers_wait() -> None:
