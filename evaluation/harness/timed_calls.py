@@ -180,6 +180,12 @@ class AttributeWatch:
     def add(self, label: str, obj: object, names: Sequence[str]) -> None:
         self._watched.append((label, obj, {n: id(getattr(obj, n)) for n in names}))
 
+    def refresh(self, obj: object, name: str) -> None:
+        """The harness changed `obj.name` itself: what it is now is what it must stay."""
+        for _, watched, idents in self._watched:
+            if watched is obj and name in idents:
+                idents[name] = id(getattr(obj, name))
+
     def changed(self) -> list[str]:
         found = []
         for label, obj, idents in self._watched:
@@ -260,7 +266,7 @@ class TimedCallFlow:
         self._must_pick: list[int] | None = None
         self.watched = AttributeWatch()
         self.watched.add("TimedCallFlow", self, ["fresh", "_ask", "_save", "_guard", "watched",
-                                                 "saved"])
+                                                 "saved", "thorough_every"])
         self.watched.add("FreshInputs", fresh, ["_draw", "buffers", "buffer_seeds",
                                                 "_pristine", "fresh"])
 
@@ -273,6 +279,7 @@ class TimedCallFlow:
         A forward replayed from a graph runs no code of the candidate's between calls: only
         something it left installed could, which the cheap part looks for every time."""
         self.thorough_every = max(1, calls)
+        self.watched.refresh(self, "thorough_every")
 
     def check(self, thorough: bool = True) -> None:
         """The guard, after the loop's own objects were found as they were set up."""

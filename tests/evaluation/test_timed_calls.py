@@ -190,3 +190,15 @@ def test_bad_settings_are_refused() -> None:
         CallPlan(Counting([0]), probability=0.0, max_checks=1)
     with pytest.raises(ValueError):
         FreshInputs(draw_fixed, [], [])
+
+
+def test_the_flows_own_settings_are_watched_once_the_harness_set_them() -> None:
+    plan = CallPlan(Counting([0]), probability=1.0, max_checks=2)
+    buffers = [draw_fixed(1)]
+    flow = TimedCallFlow(FreshInputs(draw_fixed, buffers, [1]), plan.answer, lambda c: {},
+                         lambda thorough: None)
+    flow.check_every(16)  # the harness's own change
+    flow.check()
+    flow.thorough_every = 10**9  # a candidate's, to skip the whole guard from now on
+    with pytest.raises(FlowError, match="TimedCallFlow.thorough_every"):
+        flow.check()
