@@ -10,9 +10,13 @@ median's standard error.
 
 A tick-quantised median moves in whole ticks, and there the bootstrap alone says too little:
 with half the samples on one tick every resampled median is that tick, an error of 0, while
-a second evaluation lands a tick away as often as not. So the error also holds the samples'
-own resolution (the smallest step between two distinct samples, the profiler's 32 ns on the
-H200) as the quantisation error of a uniform rounding, step / sqrt(12), added in quadrature.
+a second evaluation lands a tick away as often as not. So the error also holds the timer's
+resolution as the quantisation error of a uniform rounding, step / sqrt(12), added in
+quadrature: a floor that holds however the samples fall. The step is the timer's known one
+(`timer_step`: the profiler's device records come in 32 ns ticks on the H200, CUDA events
+resolve about 0.5 us), never read off the samples: all-equal samples have no spacing at all,
+and one sample a nanosecond off the tick would make the smallest spacing 1 ns, the floor 32x
+smaller (both were so before 2026-12-04).
 It is the error of one evaluation: evaluations on different machines or days differ more
 (docs/measurement.md, the repeat figures), which no interval from one run's samples can see.
 
@@ -32,22 +36,42 @@ import numpy as np
 REPLICATES = 200
 SEED = 20261203
 
+# The timers' steps: what one sample cannot resolve, whatever the samples show.
+# The profiler's device records (CUPTI): 48 and 51 of 56 rms_norm medians on the H200 were
+# whole multiples of 32 ns, the rest a nanosecond of conversion off (docs/measurement.md).
+PROFILER_STEP_S = 32e-9
+# CUDA events (cudaEventElapsedTime): "a resolution of around 0.5 microseconds", as the CUDA
+# runtime documents it; the eager forwards' scored samples are event times.
+EVENTS_STEP_S = 0.5e-6
 
-def median_standard_error(samples: Sequence[float], replicates: int = REPLICATES,
-                          seed: int = SEED) -> float | None:
-    """The bootstrap standard error of the samples' median; None for fewer than 2 samples."""
+
+def timer_step(span_measured_by: str | None, method: str | None = None) -> float:
+    """The step of the timer that took a timing report's scored samples (TimingReport's
+    `span_measured_by`, "profiler" or "events"). Reports that do not say: graph replay was
+    always the profiler's span; anything else gets the coarser step, events'."""
+    if span_measured_by == "profiler" or (span_measured_by is None and method == "graph"):
+        return PROFILER_STEP_S
+    return EVENTS_STEP_S
+
+
+def median_standard_error(samples: Sequence[float], timer_step_s: float = PROFILER_STEP_S,
+                          replicates: int = REPLICATES, seed: int = SEED) -> float | None:
+    """The standard error of the samples' median: the bootstrap spread and the timer's
+    rounding, step / sqrt(12), in quadrature (never below the latter); None for fewer than
+    2 samples."""
     values = list(samples)
     if len(values) < 2:
         return None
-    return math.hypot(bootstrap_spread(values, replicates, seed),
-                      resolution(values) / math.sqrt(12))
+    if not timer_step_s > 0:
+        raise ValueError(f"a timer's step must be positive, not {timer_step_s!r}")
+    return math.hypot(bootstrap_spread(values, replicates, seed), timer_step_s / math.sqrt(12))
 
 
 def bootstrap_spread(samples: Sequence[float], replicates: int = REPLICATES,
                      seed: int = SEED) -> float:
     """The bootstrap part alone: the spread of resampled medians (0 for fewer than 2 samples).
     What more samples can shrink, so the timing stage stops on it (timing.enough_samples);
-    the resolution term above does not shrink with more samples."""
+    the timer's term above does not shrink with more samples."""
     values = list(samples)
     if len(values) < 2:
         return 0.0
@@ -55,9 +79,3 @@ def bootstrap_spread(samples: Sequence[float], replicates: int = REPLICATES,
     picks = np.random.default_rng(seed).integers(0, len(values), size=(replicates, len(values)))
     medians = np.median(samples_array[picks], axis=1)
     return float(medians.std()) if np.ptp(medians) > 0 else 0.0  # equal: exactly none
-
-
-def resolution(samples: Sequence[float]) -> float:
-    """The smallest step between two distinct samples (0 when all are equal)."""
-    distinct = sorted(set(samples))
-    return min((b - a for a, b in zip(distinct, distinct[1:], strict=False)), default=0.0)

@@ -28,7 +28,7 @@ import torch
 from . import adoption as adoption_mod
 from . import environment
 from .compare import Comparison, as_output_dict, compare_outputs
-from .confidence import median_standard_error
+from .confidence import median_standard_error, timer_step
 from .device_memory import configure_cuda_allocator, is_out_of_memory, release_cached_memory
 from .dsl import unavailable_reason
 from .operator_files import import_file, make_inputs, make_model, tensor_bytes
@@ -757,8 +757,10 @@ def _checked_timing(timing: object) -> dict[str, Any]:
         if not math.isclose(statistics.median(samples), timing["median_s"], rel_tol=1e-9):
             raise CandidateError("performance", "the timing report's median is not the median "
                                                 "of its samples")
-        # the trusted side's own figure: how far the median could move (confidence.py)
-        timing["median_se_s"] = median_standard_error(samples)
+        # the trusted side's own figure: how far the median could move, never less than
+        # the timer's step allows (confidence.py)
+        timing["median_se_s"] = median_standard_error(samples, timer_step(
+            timing.get("span_measured_by"), timing.get("method")))
     return timing
 
 
