@@ -70,7 +70,8 @@ def board_data(query: Any, pk: int, hardware: str, board: str = "aggregate") -> 
         rows = board_rows(release=release, hardware=profile, weight_set=weight_set,
                           all_submissions=all_submissions, sort=sort, board=board, dsl=dsl,
                           tier=tier)
-        baselines = baseline_rows(release=release, hardware=profile, weight_set=weight_set)
+        baselines = baseline_rows(release=release, hardware=profile, weight_set=weight_set,
+                                  board=board)
         shown = [int(r["submission"]) for r in [*rows, *baselines] if r.get("submission")]
         return (rows, baselines, dsl_rates(release=release, hardware=profile),
                 recorded_sources(shown))

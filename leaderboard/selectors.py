@@ -6,6 +6,7 @@ import bisect
 import csv
 import io
 import itertools
+import math
 import statistics
 from collections.abc import Sequence
 from datetime import datetime
@@ -24,6 +25,7 @@ from leaderboard import tiers
 from leaderboard.models import BoardFreeze, SubmissionScore, WeightSet
 from leaderboard.outcomes import arithmetic_intensity, scoring_context
 from leaderboard.scoring import (
+    INTERVAL_Z,
     ScoringPolicy,
     ShapeOutcome,
     combine,
@@ -155,6 +157,7 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     rows = [_row(score, rank=None) for score in ordered]
     for row, score in zip(rows, ordered, strict=True):
         row["interval"], row["ranked_by"] = (score["intervals"] or {}).get(board), board
+        mark_no_interval(row)
     assign_ranks([row for row, score in zip(rows, ordered, strict=True) if _rankable(score)])
     if sort in NUMBER_COLUMNS and sort != board:
         rows.sort(key=lambda r: -(r[sort] if r[sort] is not None else -1.0))
@@ -167,27 +170,66 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
 def assign_ranks(rows: list[dict[str, Any]]) -> None:
     """Ranks for rows in board order (best first), each with its score's 95% "interval".
 
-    A row's rank is 1 + the rows above it that are clearly better: all of them, except those
-    whose interval overlaps its own (both known). Rows whose intervals overlap so share a
-    rank; adjacent rows with one rank are badged "tie". Ranks never go down the board. A row
-    without an interval (results stored before intervals) ranks by position, as before."""
-    lows: list[float] = []  # the known intervals' lows of the rows above, sorted
-    previous = 0
+    A row's rank is 1 + the rows above it that are clearly better: those whose score is
+    above its own by more than a two-sample test at the intervals' level allows,
+    a - b > z * sqrt(se_a^2 + se_b^2) (`clearly_better`), each se read back from its row's
+    interval. Rows that pass no such test share a rank; adjacent rows with one rank are
+    badged "tie". Ranks never go down the board (no row ranks better than one above it).
+    A row without an interval (results recorded without timing samples) ranks by position,
+    and every row below it counts it as better."""
+    known: list[tuple[float, float]] = []  # (score, se) of the rows above with an interval
+    previous, widest = 0, 0.0
     for position, row in enumerate(rows):
-        interval = row.get("interval")
-        overlapping = 0
-        if interval is not None:
-            # rows above score at least as high, so they overlap exactly when their low is
-            # not above this row's high
-            overlapping = bisect.bisect_right(lows, interval[1])
-            bisect.insort(lows, interval[0])
-        rank = max(previous, 1 + position - overlapping)
+        measured = _score_and_error(row)
+        not_better = 0
+        if measured is not None:
+            score, error = measured
+            # rows above score at least as high; only those within reach of the test,
+            # below score + z * (widest se + this se), can fail to be clearly better
+            reach = score + INTERVAL_Z * (widest + error)
+            for higher in known[:bisect.bisect_right(known, (reach, math.inf))]:
+                not_better += not clearly_better(higher, measured)
+            bisect.insort(known, measured)
+            widest = max(widest, error)
+        rank = max(previous, 1 + position - not_better)
         row["rank"] = previous = rank
     for above, below in itertools.pairwise(rows):
         if above["rank"] == below["rank"]:
             for row in (above, below):
                 if "tie" not in row["badges"]:
                     row["badges"].append("tie")
+
+
+NO_INTERVAL = "no interval"
+
+
+def mark_no_interval(row: dict[str, Any]) -> None:
+    """A measured score without an interval says so, never silently: its results carry no
+    timing samples (recorded elsewhere, or stored before 2026-12-03), so nothing can say how
+    far it could move, and it ranks by position."""
+    if row.get("interval") is None and row.get(row.get("ranked_by") or "aggregate") is not None \
+            and NO_INTERVAL not in row["badges"]:
+        row["badges"].append(NO_INTERVAL)
+
+
+def clearly_better(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether score a = (score, se) is above b by more than chance: a two-sided test of the
+    difference of two medians at the intervals' level (95%, z = 1.96). Overlapping
+    intervals, the rule before 2026-12-04, tied up to a gap of z * (se_a + se_b), about
+    1.4x looser where the errors are alike."""
+    return a[0] - b[0] > INTERVAL_Z * math.hypot(a[1], b[1])
+
+
+def _score_and_error(row: dict[str, Any]) -> tuple[float, float] | None:
+    """A row's ranked score and its standard error, read back from its 95% interval
+    (score + z * se above; the low end may be cut at 0)."""
+    interval = row.get("interval")
+    if interval is None:
+        return None
+    score = row.get(row.get("ranked_by") or "aggregate")
+    if score is None:
+        score = (interval[0] + interval[1]) / 2
+    return float(score), max(0.0, (float(interval[1]) - float(score)) / INTERVAL_Z)
 
 
 def dsl_labels(submission_ids: Sequence[int]) -> dict[int, str]:
@@ -276,11 +318,12 @@ def board_has_shapes(release: Release, hardware: HardwareProfile, board: str) ->
     return bool(scoring_context(release).subset_operators(hardware).get(board))
 
 
-def baseline_rows(*, release: Release, hardware: HardwareProfile,
-                  weight_set: WeightSet) -> list[dict[str, Any]]:
+def baseline_rows(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
+                  board: str = "aggregate") -> list[dict[str, Any]]:
     """Unranked rows beside the board: the newest evaluation of each reference baseline,
     and the release's own production timings where they were taken on this hardware. A
-    baseline run in Triton's CPU interpreter timed nothing: it is no row of a GPU board."""
+    baseline run in Triton's CPU interpreter timed nothing: it is no row of a GPU board.
+    Each with the interval of `board`'s score, or badged "no interval"."""
     rows = []
     labels = dict(Submission.Baseline.choices)
     newest = (SubmissionScore.objects
@@ -301,10 +344,14 @@ def baseline_rows(*, release: Release, hardware: HardwareProfile,
         # the reference, eager or compiled, has no DSL of the release; a library row its kernels
         row["dsl"] = "library" if kind in LIBRARY_BASELINES else "pytorch"
         row["badges"] = ["baseline"]
+        row["interval"], row["ranked_by"] = (score["intervals"] or {}).get(board), board
         rows.append(row)
     production = production_baseline(release=release, hardware=hardware, weight_set=weight_set)
     if production is not None:
-        rows.append(production)
+        # one production time per shape: no samples, no interval
+        rows.append({**production, "interval": None, "ranked_by": board})
+    for row in rows:
+        mark_no_interval(row)
     return rows
 
 
@@ -464,6 +511,8 @@ def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: W
          "interval": ((s.intervals or {}).get("by_operator") or {}).get(operator),
          "ranked_by": "score"}
         for _, value, s in ordered]
+    for row in rows:
+        mark_no_interval(row)
     assign_ranks(rows)
     values = [value for _, value, _ in ordered if value is not None]
     return {

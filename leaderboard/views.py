@@ -65,6 +65,8 @@ from submissions.forms import form_or_400
 
 PAGE_SIZE = 50  # rows per board page; the JSON and CSV exports carry every row
 SCORE_COLUMNS = ("aggregate", "memory", "compute", "prefill", "decode", "unweighted_mean")
+NO_INTERVAL_TITLE = ("no 95% interval: these results carry no timing samples (recorded "
+                     "elsewhere, or stored before 2026-12-03); a ranked row ranks by position")
 
 
 class Cell(NamedTuple):
@@ -114,6 +116,9 @@ def _values(row: dict[str, Any], baseline: bool, empty_columns: frozenset[str]) 
             cells.append(Cell(floatformat(value, 3), num, [],
                               f"95% interval {floatformat(low, 3)} to {floatformat(high, 3)}",
                               note=f"± {floatformat(high - value, 3)}"))
+        elif column == row.get("ranked_by"):
+            cells.append(Cell(floatformat(value, 3), num, [], NO_INTERVAL_TITLE,
+                              note="no interval"))
         else:
             cells.append(Cell(floatformat(value, 3) if num else str(value), num, []))
     return cells

@@ -1,8 +1,9 @@
 """Confidence on every score: intervals from timing samples, and ties on boards.
 
-A shape's time error comes from its samples (the bootstrap of the median), S_op's from its
-shapes', S_agg's from the operators'; a board shares a rank between rows whose intervals
-overlap and badges them "tie". A weight change rescored in bulk keeps the intervals: they
+A shape's time error comes from its samples (the bootstrap of the median, never below the
+timer's step: tests/evaluation/test_confidence.py), S_op's from its shapes', S_agg's from
+the operators'; a board shares a rank between rows whose difference a two-sample test at
+95% cannot tell from chance, and badges them "tie". A weight change rescored in bulk keeps the intervals: they
 are recomputed from the stored per-shape errors, nothing is run again.
 """
 
@@ -24,7 +25,7 @@ from leaderboard.scoring import (
     operator_standard_error,
     summarise,
 )
-from leaderboard.selectors import assign_ranks
+from leaderboard.selectors import COLUMNS, assign_ranks
 from leaderboard.services import weight_set_activate, weight_set_create
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
 from tests.factories import TeamFactory
@@ -71,21 +72,55 @@ def _row(value: float, half: float | None) -> dict[str, Any]:
             "badges": []}
 
 
-def test_rows_whose_intervals_overlap_share_a_rank_and_say_tie() -> None:
-    rows = [_row(0.50, 0.01), _row(0.495, 0.01), _row(0.40, 0.01), _row(0.30, None),
-            _row(0.29, 0.02), _row(0.20, 0.001)]
-    assign_ranks(rows)
-    assert [r["rank"] for r in rows] == [1, 1, 3, 4, 5, 6]
-    assert [("tie" in r["badges"]) for r in rows] == [True, True, False, False, False, False]
-    # a wide interval reaching over two rows above ties with both, and ranks never go down
-    rows = [_row(0.50, 0.005), _row(0.46, 0.005), _row(0.45, 0.06)]
-    assign_ranks(rows)
-    assert [r["rank"] for r in rows] == [1, 2, 2]
+def _rows(*pairs: tuple[float, float | None]) -> list[dict[str, Any]]:
+    """Board rows (score, standard error) with the 95% interval scoring would give them."""
+    return [{"aggregate": v, "ranked_by": "aggregate", "badges": [],
+             "interval": None if se is None else [max(0.0, v - 1.96 * se), v + 1.96 * se]}
+            for v, se in pairs]
 
 
-def _submission(release: Release, team: str, medians: dict[str, list[float]]) -> Submission:
+def _ranks(rows: list[dict[str, Any]]) -> list[tuple[int, bool]]:
+    assign_ranks(rows)
+    return [(r["rank"], "tie" in r["badges"]) for r in rows]
+
+
+def test_a_three_percent_gap_is_a_rank_with_tight_intervals_and_a_tie_with_wide_ones() -> None:
+    # S 0.500 and 0.485 (3% apart): errors of 0.5% of the score make it 4.2 standard errors
+    assert _ranks(_rows((0.500, 0.0025), (0.485, 0.0025))) == [(1, False), (2, False)]
+    # errors of 2.5%: the difference is within chance (0.015 < 1.96 * 0.0177)
+    assert _ranks(_rows((0.500, 0.0125), (0.485, 0.0125))) == [(1, True), (1, True)]
+    # a gap the overlapping intervals tied (0.012 < 1.96 * (0.004 + 0.004)) and the test of
+    # the difference does not (0.012 > 1.96 * sqrt(2) * 0.004 = 0.0111)
+    assert _ranks(_rows((0.500, 0.004), (0.488, 0.004))) == [(1, False), (2, False)]
+    # equal scores tie, certain ones too
+    assert _ranks(_rows((0.3, 0.0), (0.3, 0.0))) == [(1, True), (1, True)]
+
+
+def test_ranks_never_go_down_the_board_and_a_row_without_an_interval_ranks_by_position(
+        ) -> None:
+    rows = _rows((0.50, 0.005), (0.495, 0.005), (0.40, 0.005), (0.30, None), (0.29, 0.01),
+                 (0.20, 0.0005))
+    assert _ranks(rows) == [(1, True), (1, True), (3, False), (4, False), (5, False),
+                            (6, False)]
+    # a wide row ties with both rows above it, which are apart from each other: it takes the
+    # rank of the lower one, never a better rank than a row scoring higher
+    assert [r for r, _ in _ranks(_rows((0.50, 0.002), (0.46, 0.002), (0.45, 0.03)))] == [1, 2, 2]
+    # the same scores always give the same ranks (no draw, nothing but the rows)
+    scores = [(0.6 - 0.003 * k, 0.002 + 0.001 * (k % 3)) for k in range(40)]
+    first, again = _ranks(_rows(*scores)), _ranks(_rows(*scores))
+    assert first == again and [r for r, _ in first] == sorted(r for r, _ in first)
+    # each rank is 1 + the rows above that are clearly better (checked one pair at a time)
+    for position, (rank, _) in enumerate(first):
+        better = sum(s - scores[position][0] > 1.96 * math.hypot(e, scores[position][1])
+                     for s, e in scores[:position])
+        assert rank == max([1 + better] + [r for r, _ in first[:position]])
+
+
+def _submission(release: Release, team: str, medians: dict[str, list[float]],
+                samples_kept: bool = True) -> Submission:
     """A submission whose shapes of each operator ran at the given samples (seconds): median
-    and its error stored as the harness reports them, attainment = SOL / median."""
+    and its error stored as the harness reports them, attainment = SOL / median. Without
+    `samples_kept`, as a recorded result: the median alone."""
     submission = Submission.objects.create(team=TeamFactory(name=team), release=release,
                                            hardware=HardwareProfile.objects.get(name="H200"))
     for operator, samples in medians.items():
@@ -98,7 +133,8 @@ def _submission(release: Release, team: str, medians: dict[str, list[float]]) ->
             sol = 1e-6
             ShapeResult.objects.create(
                 job=job, attempt=1, shape=shape, status="passed", verdict="native", raw={},
-                median_s=median, median_se_s=median_standard_error(samples),
+                median_s=median,
+                median_se_s=median_standard_error(samples) if samples_kept else None,
                 sol_s=sol, attainment=sol / median)
     return submission
 
@@ -114,7 +150,10 @@ def test_a_board_with_known_samples_marks_the_tie_and_a_bulk_rescore_keeps_the_i
         ) -> None:
     release = import_fixture_release()
     _submission(release, "Steady", {"rms_norm": _ticks(2.0e-6, 1)})
-    _submission(release, "Close", {"rms_norm": _ticks(2.0e-6 + TICK, 6)})  # a tick behind, wider
+    # a tick behind (S_op 0.496 against 0.504) and wide enough for the difference to be
+    # chance: 0.008 < 1.96 * sqrt(0.0019^2 + 0.0040^2) = 0.0087 (6 ticks either side, S_op's
+    # error 0.0033, tied only under the old overlap rule)
+    _submission(release, "Close", {"rms_norm": _ticks(2.0e-6 + TICK, 10)})
     _submission(release, "Slow", {"rms_norm": _ticks(4.0e-6, 1)})
     norm_only = weight_set_create(release=release, weights={"rms_norm": 1}, source="manual")
     with mock.patch("submissions.jobs.dispatch_job") as dispatch:
@@ -143,3 +182,24 @@ def test_a_board_with_known_samples_marks_the_tie_and_a_bulk_rescore_keeps_the_i
     assert all(h > 0 for h in halves)
     csv_rows = Client().get(f"/api/boards/{release.pk}/H200/?format=csv").content.decode()
     assert csv_rows.splitlines()[0].endswith("interval_low,interval_high,environment")
+
+
+@pytest.mark.django_db
+def test_a_score_recorded_without_samples_says_no_interval_and_ranks_by_position() -> None:
+    release = import_fixture_release()
+    _submission(release, "Steady", {"rms_norm": _ticks(2.0e-6, 1)})
+    _submission(release, "Recorded", {"rms_norm": _ticks(2.0e-6 + TICK, 10)}, samples_kept=False)
+    weight_set_activate(weight_set=weight_set_create(
+        release=release, weights={"rms_norm": 1}, source="manual"), actor=None)
+    rows = Client().get(f"/api/boards/{release.pk}/H200/").json()["rows"]
+    # the same scores as the tied pair above, but nothing says how far the second could move
+    assert [(r["team"], r["rank"], r["interval"] is None, r["badges"]) for r in rows] == [
+        ("Steady", 1, False, []), ("Recorded", 2, True, ["no interval"])]
+    page = Client().get(f"/boards/{release.pk}/H200/").content.decode()
+    assert '<small class="interval">no interval</small>' in page
+    assert 'class="badge no interval">no interval</span>' in page
+    op_rows = Client().get(f"/api/boards/{release.pk}/H200/operators/rms_norm/").json()["rows"]
+    assert [(r["team"], r["badges"]) for r in op_rows] == [("Steady", []),
+                                                           ("Recorded", ["no interval"])]
+    csv_text = Client().get(f"/api/boards/{release.pk}/H200/?format=csv").content.decode()
+    assert csv_text.splitlines()[2].split(",")[COLUMNS.index("badges")] == "no interval"
