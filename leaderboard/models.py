@@ -72,11 +72,16 @@ class SubmissionScore(models.Model):
     hidden_by_operator = models.JSONField(
         default=dict, help_text="S_op over the release's hidden shapes, per operator with some")
     not_generalising = models.JSONField(
-        default=list, help_text="operators whose hidden median attainment with the launch floor "
-                                "is below the public one / the release's generalisation factor")
+        default=list, help_text="operators with a hidden shape that failed, fell back, or whose "
+                                "attainment with the launch floor is below its public "
+                                "sibling's / the release's generalisation factor")
     generalisation = models.JSONField(
         default=dict, help_text="per operator with hidden shapes: the medians of attainment "
-                                "with the launch floor the flag compares, {public, hidden}")
+                                "with the launch floor of both tiers, {public, hidden}")
+    generalisation_reasons = models.JSONField(
+        default=dict, help_text="per flagged operator, each hidden shape that flagged it: "
+                                "{hidden_shape (its number), public_shape (its sibling), hidden, "
+                                "public (attainment with the launch floor), why, factor}")
     excluded = models.BooleanField(default=False, help_text="taken off the ranks by an admin "
                                    "(Submission.ranking_excluded)")
     library_shapes = models.PositiveIntegerField(default=0, help_text="correct shapes run by an "

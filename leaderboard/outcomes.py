@@ -6,12 +6,14 @@ computed from them) share it."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import F
 
-from evaluation.catalog.models import HardwareProfile, Operator, Release
+from evaluation.catalog.models import HardwareProfile, Operator, Release, Shape
 from evaluation.catalog.selectors import SCORED_TIER, evaluated_shape_ids
+from evaluation.catalog.siblings import public_sibling
 from evaluation.harness import roofline
 from evaluation.harness.release import ShapeRoofline
 from leaderboard.scoring import BALANCED, COMPUTE, MEMORY, ShapeOutcome, attainment_error
@@ -46,12 +48,31 @@ class ScoringContext:
         self.interpreter_jobs: dict[int, int] = {}
         self._regimes: dict[tuple[str, str, str], str | None] = {}
         self._subsets: dict[str, dict[str, set[str]]] = {}
+        self._calls: dict[str, dict[str, dict[str, Any]]] | None = None
+        self._siblings: dict[tuple[str, str, tuple[str, ...]], str | None] = {}
 
     def regime(self, operator: Operator, shape_id: str, hardware: HardwareProfile) -> str | None:
         key = (operator.name, shape_id, hardware.name)
         if key not in self._regimes:
             self._regimes[key] = shape_regime(operator, shape_id, hardware)
         return self._regimes[key]
+
+    def sibling(self, operator: str, hidden_id: str, public_ids: Sequence[str]) -> str | None:
+        """The public shape (of `public_ids`, those the job covers) a hidden shape is compared
+        with (evaluation/catalog/siblings.py); read once per release, chosen once per job kind."""
+        key = (operator, hidden_id, tuple(public_ids))
+        if key not in self._siblings:
+            if self._calls is None:
+                self._calls = {}
+                for name, shape_id, init, inputs in Shape.every_tier.filter(
+                        operator__release=self.release).values_list(
+                        "operator__name", "shape_id", "init_kwargs", "input_kwargs"):
+                    self._calls.setdefault(name, {})[shape_id] = {"init_kwargs": init,
+                                                                  "input_kwargs": inputs}
+            calls = self._calls.get(operator, {})
+            self._siblings[key] = None if hidden_id not in calls else public_sibling(
+                hidden_id, calls[hidden_id], {i: calls[i] for i in public_ids if i in calls})
+        return self._siblings[key]
 
     def phase(self, operator: str, shape_id: str) -> str | None:
         """A shape's own phase where the release gives one, else its operator's."""
@@ -91,8 +112,10 @@ class ScoringContext:
                 self.lost_jobs[submission_id] = self.lost_jobs.get(submission_id, 0) + 1
             operator = self.operators[operator_id]
             secret = set(hidden_ids or ())
-            for shape_id in [*(shape_ids or self.shape_ids[operator.name]), *(hidden_ids or ())]:
+            public_ids = list(shape_ids or self.shape_ids[operator.name])
+            for shape_id in [*public_ids, *(hidden_ids or ())]:
                 hidden = shape_id in secret
+                sibling = self.sibling(operator.name, shape_id, public_ids) if hidden else None
                 reported = results[job_id].get(shape_id)
                 kind = self.regime(operator, shape_id, hardware[submission_id])
                 phase = self.phase(operator.name, shape_id)
@@ -102,13 +125,14 @@ class ScoringContext:
                     grouped[submission_id].append(ShapeOutcome(
                         operator=operator.name, shape_id=shape_id, correct=False, verdict=None,
                         attainment=0.0, regime=kind, phase=phase, evaluated=False,
-                        hidden=hidden))
+                        hidden=hidden, sibling=sibling))
                     continue
                 result_status, verdict, value, suspicious, median_s, median_se_s, floor = reported
                 grouped[submission_id].append(ShapeOutcome(
                     operator=operator.name, shape_id=shape_id, correct=result_status == "passed",
                     verdict=verdict or None, attainment=value, suspicious=suspicious,
                     regime=kind, phase=phase, hidden=hidden, attainment_with_floor=floor,
+                    sibling=sibling,
                     attainment_se=attainment_error(value, median_s, median_se_s)))
         return grouped
 

@@ -21,18 +21,22 @@
 - A job run in Triton's CPU interpreter is a check, not a measurement: a submission with one
   is counted in `interpreter_jobs` and never ranked (boards leave it out).
 - A release's hidden shapes (docs/admins.md) count in none of the above: S_op over them is
-  `hidden_by_operator`. An operator is flagged "does not generalise" (`not_generalising`)
-  where, with the launch floor, its median over the hidden shapes is below the one over the
-  public shapes divided by the release's generalisation factor (default 2): both medians of
-  a_floor = min(1, (SOL + launch floor) / T) per shape, 0 where a shape scores 0
-  (`generalisation` holds the pair). Plain attainment would compare shape mixes, not
-  kernels: a decode shape is launch-bound at a few percent whatever the kernel, so on the
-  H200 an honest Triton rms_norm scored 0.176 on the starter release's public shapes and
-  0.090 on its hidden ones (two of three are decode shapes), a factor 1.96, a hair from the
-  line; with the floor it scored 0.988 and 1.000, and the kernel that fell back to PyTorch
-  on every shape it had not seen 0.986 and 0 (benchmarks/results/h200-2026-12-03c/). The
-  flag does not change a rank; an admin may exclude the submission from ranking
-  (`excluded`). A suspicious hidden shape quarantines like any.
+  `hidden_by_operator`. Each hidden shape is compared with its public sibling (the public
+  shape it is made from by changing one size: evaluation/catalog/siblings.py), and an
+  operator is flagged "does not generalise" (`not_generalising`) where any hidden shape
+  failed, fell back or was not evaluated while its sibling earned, or where its a_floor =
+  min(1, (SOL + launch floor) / T) is below its sibling's divided by the release's
+  generalisation factor (default 2); `generalisation_reasons` says which hidden shape (by
+  its number, never its id or sizes), against which public one, with both figures. One
+  shape is enough: with the medians over each tier compared (the rule before 2026-12-04),
+  a kernel that fell back on one of an operator's two hidden shapes had a hidden median of
+  half its public one, not below it. The floor keeps shape mixes out of it: a decode shape
+  is launch-bound at a few percent whatever the kernel (on the H200 an honest Triton
+  rms_norm scored S_op 0.176 on the starter's public shapes and 0.090 on its hidden ones;
+  with the floor 0.988 and 1.000: benchmarks/results/h200-2026-12-03c/), and the sibling is
+  the public shape nearest in size. `generalisation` still holds both tiers' medians of
+  a_floor. The flag does not change a rank; an admin may exclude the submission from
+  ranking (`excluded`). A suspicious hidden shape quarantines like any.
 - Every S_op, S_agg and subset score carries a 95% interval, score +- 1.96 standard errors.
   A shape's attainment error comes from its timing samples (the bootstrap standard error of
   its median, evaluation/harness/confidence.py, times a / T); S_op's from drawing every
@@ -82,6 +86,7 @@ class ShapeOutcome:
     attainment_se: float | None = None  # the attainment's standard error (None: unknown)
     hidden: bool = False  # a shape of the release's hidden tier: scored apart (S_op hidden)
     attainment_with_floor: float | None = None  # min(1, (SOL + launch floor) / T)
+    sibling: str | None = None  # a hidden shape's public sibling (the shape compared with)
 
 
 @dataclass(frozen=True)
@@ -121,6 +126,9 @@ class WeightedScore:
     not_generalising: Sequence[str] = ()
     # per operator with hidden shapes: {"public": median a_floor, "hidden": median a_floor}
     generalisation: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+    # per flagged operator, why: each hidden shape that gave it away (`generalisation_failures`)
+    generalisation_reasons: Mapping[str, Sequence[Mapping[str, Any]]] = field(
+        default_factory=dict)
     excluded: bool = False  # an admin took the submission off the boards' ranks
     library_shapes: int = 0  # correct shapes run by an installed library's kernels
     tier: str | None = None  # the narrowest tier holding every shape that earned (tiers.py)
@@ -219,6 +227,9 @@ class SubmissionSummary:
     hidden_shapes: int = 0
     hidden_correct: int = 0
     library: int = 0
+    # each hidden shape beside its public sibling (`sibling_comparisons`); None in a summary
+    # stored before 2026-12-04, whose flag is still the medians' (`combine`)
+    hidden_siblings: Sequence[Mapping[str, Any]] | None = None
 
     def as_json(self) -> dict[str, object]:
         return {"ranked": self.ranked, "by_operator": dict(self.by_operator),
@@ -232,7 +243,9 @@ class SubmissionSummary:
                 "floor_by_operator": dict(self.floor_by_operator),
                 "hidden_floor_by_operator": dict(self.hidden_floor_by_operator),
                 "hidden_shapes": self.hidden_shapes, "hidden_correct": self.hidden_correct,
-                "library": self.library}
+                "library": self.library,
+                "hidden_siblings": None if self.hidden_siblings is None
+                else [dict(c) for c in self.hidden_siblings]}
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> SubmissionSummary:
@@ -253,7 +266,8 @@ class SubmissionSummary:
                        "hidden_floor_by_operator") or {},
                    hidden_shapes=int(data.get("hidden_shapes", 0)),  # type: ignore[call-overload]
                    hidden_correct=int(data.get("hidden_correct", 0)),  # type: ignore[call-overload]
-                   library=int(data.get("library", 0)))  # type: ignore[call-overload]
+                   library=int(data.get("library", 0)),  # type: ignore[call-overload]
+                   hidden_siblings=data.get("hidden_siblings"))  # type: ignore[arg-type]
 
 
 def summarise(outcomes: Sequence[ShapeOutcome], policy: ScoringPolicy = ScoringPolicy(), *,
@@ -276,6 +290,7 @@ def summarise(outcomes: Sequence[ShapeOutcome], policy: ScoringPolicy = ScoringP
         floor_by_operator=_floor_by_operator(outcomes, policy) if hidden else {},
         hidden_floor_by_operator=_floor_by_operator(hidden, policy),
         hidden_shapes=len(hidden), hidden_correct=sum(o.correct for o in hidden),
+        hidden_siblings=sibling_comparisons([*outcomes, *hidden], policy),
         by_operator=everything[0],
         by_subset={name: scores for name, (scores, _) in subsets.items()},
         errors={"all": everything[1], **{name: errors for name, (_, errors) in subsets.items()}},
@@ -305,6 +320,7 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
     """
     normalised = normalise_weights(weights, weights)
     operators = sorted(normalised)
+    reasons = generalisation_failures(summary.hidden_siblings or (), generalisation_factor)
     by_operator = summary.by_operator
     total = summary.shapes
     aggregate = weighted_score(by_operator, normalised)
@@ -341,20 +357,107 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
         lost_jobs=summary.lost_jobs, interpreter_jobs=summary.interpreter_jobs,
         intervals=intervals,
         hidden_by_operator=dict(summary.hidden_by_operator),
-        not_generalising=operators_not_generalising(
-            summary.floor_by_operator, summary.hidden_floor_by_operator, generalisation_factor),
+        not_generalising=sorted(reasons) if summary.hidden_siblings is not None
+        else operators_not_generalising(summary.floor_by_operator,
+                                        summary.hidden_floor_by_operator, generalisation_factor),
         generalisation={op: {"public": summary.floor_by_operator.get(op), "hidden": value}
                         for op, value in summary.hidden_floor_by_operator.items()},
+        generalisation_reasons=reasons,
         excluded=excluded,
         library_shapes=summary.library,
         tier=submission_tier(native=summary.native, mixed=summary.mixed, library=summary.library),
     )
 
 
+# A shape's state beside its figure in a sibling comparison
+PASSED, FAILED, FELL_BACK, NOT_EVALUATED = "passed", "failed", "fell back", "not evaluated"
+BELOW = "below"  # a generalisation failure: the hidden a_floor below its sibling's / factor
+
+
+def sibling_comparisons(outcomes: Sequence[ShapeOutcome],
+                        policy: ScoringPolicy = ScoringPolicy()) -> list[dict[str, Any]]:
+    """Each hidden shape beside its public sibling, in the order given: the operator, the
+    hidden shape by number ("hidden shape 2 of 3": never its id, whose sizes are the
+    secret), the sibling's id, and per side its a_floor (0 where the shape scores 0, None
+    where it has no time) and state (passed, failed, fell back, not evaluated)."""
+    public = {(o.operator, o.shape_id): o for o in outcomes if not o.hidden}
+    hidden = [o for o in outcomes if o.hidden]
+    counts: dict[str, int] = {}
+    for outcome in hidden:
+        counts[outcome.operator] = counts.get(outcome.operator, 0) + 1
+    numbers: dict[str, int] = {}
+    comparisons = []
+    for outcome in hidden:
+        numbers[outcome.operator] = numbers.get(outcome.operator, 0) + 1
+        sibling = public.get((outcome.operator, outcome.sibling or ""))
+        comparisons.append({
+            "operator": outcome.operator,
+            "hidden_shape": f"hidden shape {numbers[outcome.operator]} of "
+                            f"{counts[outcome.operator]}",
+            "public_shape": sibling.shape_id if sibling else None,
+            "hidden": _floor_figure(outcome, policy), "hidden_state": _state(outcome, policy),
+            "public": _floor_figure(sibling, policy) if sibling else None,
+            "public_state": _state(sibling, policy) if sibling else None})
+    return comparisons
+
+
+def generalisation_failures(comparisons: Iterable[Mapping[str, Any]],
+                            factor: float) -> dict[str, list[dict[str, Any]]]:
+    """Per operator, its hidden shapes that show it does not generalise: the comparison
+    with `why` ("failed", "fell back", "not evaluated" or "below") and the factor. A hidden
+    shape counts only where its sibling earned (passed, scored above 0 or untimed): a
+    kernel that fails in public too has nothing to generalise, and the public board shows
+    it already."""
+    failures: dict[str, list[dict[str, Any]]] = {}
+    for comparison in comparisons:
+        why = _generalisation_failure(comparison, factor)
+        if why is not None:
+            failures.setdefault(comparison["operator"], []).append(
+                {**comparison, "why": why, "factor": factor})
+    return failures
+
+
+def _generalisation_failure(comparison: Mapping[str, Any], factor: float) -> str | None:
+    if comparison.get("public_state") != PASSED:
+        return None
+    if comparison.get("hidden_state") != PASSED:
+        return str(comparison.get("hidden_state"))
+    hidden, public = comparison.get("hidden"), comparison.get("public")
+    if hidden is not None and public is not None and public > 0 and hidden < public / factor:
+        return BELOW
+    return None
+
+
+def generalisation_reason_text(reason: Mapping[str, Any]) -> str:
+    """One hidden shape's failure as the boards and the submission page say it."""
+    public = reason.get("public")
+    sibling = (f"its public sibling {reason.get('public_shape')}: "
+               f"{'passed, not timed' if public is None else f'{public:.3f}'}")
+    if reason.get("why") == BELOW:
+        return (f"{reason.get('hidden_shape')}: {reason.get('hidden'):.3f}, below 1/"
+                f"{reason.get('factor'):g} of {sibling}")
+    return f"{reason.get('hidden_shape')} {reason.get('why')} (0); {sibling}"
+
+
+def _state(outcome: ShapeOutcome, policy: ScoringPolicy) -> str:
+    if not outcome.evaluated:
+        return NOT_EVALUATED
+    if not outcome.correct:
+        return FAILED
+    return FELL_BACK if shape_score(outcome, policy) == 0 else PASSED
+
+
+def _floor_figure(outcome: ShapeOutcome, policy: ScoringPolicy) -> float | None:
+    """a_floor where the shape earned, 0 where it scores 0, None where it has no time."""
+    score = shape_score(outcome, policy)
+    return score if not score else outcome.attainment_with_floor
+
+
 def operators_not_generalising(public: Mapping[str, float | None],
                                hidden: Mapping[str, float | None], factor: float) -> list[str]:
-    """Operators whose score on the hidden shapes is below their public one / `factor`
-    (scores of one kind: `combine` passes the medians of a_floor).
+    """The rule before 2026-12-04, for summaries stored before it: operators whose score on
+    the hidden shapes is below their public one / `factor` (scores of one kind: `combine`
+    passes the medians of a_floor).
 
     Only where both are known and the public one is above 0: a candidate that scores 0 in
     public has nothing to generalise, and an untimed run has no attainment to compare."""
@@ -428,9 +531,7 @@ def _floor_by_operator(outcomes: Iterable[ShapeOutcome],
     """Per operator, the median of a_floor over the shapes (0 where the shape scores 0)."""
     grouped: dict[str, list[float | None]] = {}
     for outcome in outcomes:
-        score = shape_score(outcome, policy)
-        grouped.setdefault(outcome.operator, []).append(
-            score if not score else outcome.attainment_with_floor)
+        grouped.setdefault(outcome.operator, []).append(_floor_figure(outcome, policy))
     return {op: operator_score(values) for op, values in grouped.items()}
 
 

@@ -29,6 +29,7 @@ from leaderboard.scoring import (
     ScoringPolicy,
     ShapeOutcome,
     combine,
+    generalisation_reason_text,
     solve_rate,
     summarise,
 )
@@ -75,7 +76,8 @@ _BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name
                  "submission__created_at", "submission__output_tokens", "submission__agent",
                  "submission__model_name", "ranked", "complete", "unevaluated_shapes", "lost_jobs",
                  "interpreter_jobs", "mixed_shapes", "fallback_shapes", "submission__environment",
-                 "intervals", "not_generalising", "excluded", "submission__ranking_excluded_reason",
+                 "intervals", "not_generalising", "generalisation_reasons", "excluded",
+                 "submission__ranking_excluded_reason",
                  "library_shapes", "tier", *NUMBER_COLUMNS)
 # What a board ranks: whole evaluations, none quarantined, measured on the hardware (a run in
 # Triton's CPU interpreter is a check of correctness and adoption, with no time to rank).
@@ -300,7 +302,9 @@ def _badges(score: dict[str, Any]) -> list[str]:
     if score.get("interpreter_jobs"):
         badges.append("interpreter check: not ranked")
     if score.get("not_generalising"):
-        badges.append(f"does not generalise: {', '.join(score['not_generalising'])}")
+        badges.append(f"does not generalise: {', '.join(score['not_generalising'])}"
+                      + generalisation_why(score.get("generalisation_reasons"),
+                                           score["not_generalising"]))
     if score.get("excluded"):
         reason = score.get("submission__ranking_excluded_reason")
         badges.append(f"excluded by an admin{f': {reason}' if reason else ''}: not ranked")
@@ -311,6 +315,15 @@ def _badges(score: dict[str, Any]) -> list[str]:
     if score.get("library_shapes"):
         badges.append("library")
     return badges
+
+
+def generalisation_why(reasons: dict[str, Any] | None, operators: Sequence[str]) -> str:
+    """" (why)" after the flag: each hidden shape that flagged it, against its public
+    sibling, with both figures (leaderboard/scoring.generalisation_reason_text); "" for a
+    score stored before the reasons were (2026-12-04)."""
+    texts = [f"{op}: {generalisation_reason_text(r)}" for op in operators
+             for r in (reasons or {}).get(op, ())]
+    return f" ({'; '.join(texts)})" if texts else ""
 
 
 def board_has_shapes(release: Release, hardware: HardwareProfile, board: str) -> bool:
@@ -507,6 +520,8 @@ def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: W
          "score": value, "correctness_rate": correctness[s.submission_id],
          "date": s.submission.created_at.date().isoformat(),
          "badges": ["does not generalise"] if operator in (s.not_generalising or []) else [],
+         "generalisation_why": "; ".join(generalisation_reason_text(r) for r in (
+             s.generalisation_reasons or {}).get(operator, ())),
          "hidden_score": (s.hidden_by_operator or {}).get(operator),
          "interval": ((s.intervals or {}).get("by_operator") or {}).get(operator),
          "ranked_by": "score"}

@@ -203,12 +203,20 @@ class SubmissionScoreOut(serializers.Serializer[Any]):
         help_text="S_op over the release's hidden shapes, per operator that has them")
     not_generalising = serializers.ListField(
         child=serializers.CharField(), help_text="operators flagged \"does not generalise\": "
-        "on the hidden shapes, the median attainment with the launch floor is below the public "
-        "shapes' / the release's generalisation factor")
+        "a hidden shape failed, fell back or was not evaluated where its public sibling "
+        "passed, or its attainment with the launch floor is below its sibling's / the "
+        "release's generalisation factor")
     generalisation = serializers.DictField(
         child=serializers.DictField(child=serializers.FloatField(allow_null=True)),
         help_text="per operator with hidden shapes: {public, hidden}, the medians of "
-                  "min(1, (SOL + launch floor) / T) the flag compares")
+                  "min(1, (SOL + launch floor) / T) over each tier")
+    generalisation_reasons = serializers.DictField(
+        child=serializers.ListField(child=serializers.DictField()), required=False,
+        help_text="per flagged operator, each hidden shape that flagged it: hidden_shape (its "
+                  "number, never its id), public_shape (the public sibling it was compared "
+                  "with), hidden and public (attainment with the launch floor; 0 where the "
+                  "shape scored 0), hidden_state, public_state, why (failed, fell back, not "
+                  "evaluated, below) and factor")
     excluded = serializers.BooleanField(help_text="taken off the ranks by an admin")
     correctness_rate = serializers.FloatField()
     dsl_adoption_rate = serializers.FloatField()

@@ -201,7 +201,7 @@ def queue_places(jobs: Sequence[EvaluationJob], hardware_id: int) -> dict[int, d
 ACTIVE_SCORE_FIELDS = ("ranked", "complete", "unevaluated_shapes", "lost_jobs", "aggregate",
                 "unweighted_mean", "memory", "compute", "prefill", "decode", "correctness_rate",
                 "dsl_adoption_rate", "by_operator", "intervals", "hidden_by_operator",
-                "not_generalising", "generalisation", "excluded")
+                "not_generalising", "generalisation", "generalisation_reasons", "excluded")
 
 
 def active_weights_score(submission: Submission) -> SubmissionScore | None:

@@ -2,6 +2,8 @@ from typing import Any
 
 from django import template
 
+from leaderboard.scoring import generalisation_reason_text
+
 register = template.Library()
 
 
@@ -21,6 +23,13 @@ def score_text(value: float | None) -> str:
 def interval_text(interval: list[float] | None) -> str:
     """A score's 95% interval as pages print it ("0.480 to 0.492"); "–" where unknown."""
     return "–" if not interval else f"{interval[0]:.3f} to {interval[1]:.3f}"
+
+
+@register.filter
+def generalisation_reason(reason: dict[str, Any]) -> str:
+    """One hidden shape that flagged its operator, against its public sibling, with both
+    figures (leaderboard/scoring.generalisation_reason_text)."""
+    return generalisation_reason_text(reason) if isinstance(reason, dict) else ""
 
 
 @register.filter

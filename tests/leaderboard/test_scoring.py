@@ -152,7 +152,7 @@ def test_hidden_shapes_score_apart_and_flag_a_candidate_that_does_not_generalise
                 verdict: str = "native", floor: float = 0.9) -> ShapeOutcome:
         return ShapeOutcome(operator="op", shape_id=shape_id, correct=True, verdict=verdict,
                             attainment=attainment, hidden=hidden, attainment_se=0.0,
-                            attainment_with_floor=floor)
+                            attainment_with_floor=floor, sibling="b" if hidden else None)
 
     public = [outcome("a", 0.4), outcome("b", 0.6), outcome("c", 0.5)]
     # the hidden shapes: one launch-bound (a low attainment, a_floor at its best), one fallback
@@ -164,17 +164,19 @@ def test_hidden_shapes_score_apart_and_flag_a_candidate_that_does_not_generalise
     assert SubmissionSummary.from_json(json.loads(json.dumps(summary.as_json()))) == summary
     score = combine(summary, {"op": 1.0})
     assert score.hidden_by_operator == {"op": pytest.approx(0.45)}
-    # the flag compares medians of a_floor: public 0.9, hidden median(0.95, 0) = 0.475
+    # both tiers' medians of a_floor: public 0.9, hidden median(0.95, 0) = 0.475, not below
+    # 0.9 / 2; the flag compares each hidden shape with its sibling, and h2 fell back
     assert score.generalisation == {"op": {"public": 0.9, "hidden": pytest.approx(0.475)}}
-    assert score.not_generalising == [] and score.aggregate == 0.5
-    assert combine(summary, {"op": 1.0}, generalisation_factor=1.8).not_generalising == ["op"]
+    assert score.not_generalising == ["op"] and score.aggregate == 0.5
+    assert [r["why"] for r in score.generalisation_reasons["op"]] == ["fell back"]
     # a decode-heavy hidden tier of an honest kernel: low attainment, a_floor as in public
     launch_bound = summarise([*public, outcome("h3", 0.05, hidden=True),
                               outcome("h4", 0.04, hidden=True)])
     assert launch_bound.hidden_by_operator["op"] < 0.5 / 2  # plain S_op would flag it
     assert combine(launch_bound, {"op": 1.0}).not_generalising == []
     assert combine(summary, {"op": 1.0}, excluded=True).excluded is True
-    # the threshold: below public / factor, exactly; nothing to flag where public is 0 or unknown
+    # the medians' rule, kept for summaries stored before the siblings: below public /
+    # factor, exactly; nothing to flag where public is 0 or unknown
     assert operators_not_generalising({"x": 0.4}, {"x": 0.2}, 2.0) == []
     assert operators_not_generalising({"x": 0.4}, {"x": 0.19}, 2.0) == ["x"]
     assert operators_not_generalising({"x": 0.0, "y": None}, {"x": 0.0, "y": 0.0}, 2.0) == []
