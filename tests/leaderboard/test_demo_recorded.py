@@ -45,6 +45,12 @@ def test_a_first_visit_sees_teams_in_three_dsls_ranked_from_recorded_results(
     assert "fallback" in rows["Shortcut samples"]["badges"]
     assert {r["team"] for r in board(fixture_release, "?dsl=gluon")["rows"]} == {
         "Gluon samples", "Shortcut samples"}
+    # recorded as medians alone (no timing samples): no interval, and every row says so;
+    # the shortcuts' 0 (fallbacks) is certain
+    assert all(r["interval"] is None and r["badges"] == ["no interval"] for r in honest)
+    assert rows["Shortcut samples"]["interval"] == [0.0, 0.0]
+    page = Client().get(f"/boards/{fixture_release.pk}/H200/").content.decode()
+    assert page.count('<small class="interval">no interval</small>') == len(honest)
 
 
 def test_the_dishonest_samples_are_correct_but_not_adopted(fixture_release: Release) -> None:
@@ -117,6 +123,9 @@ def test_the_starter_boards_hold_its_recorded_baselines_with_their_own_timing_ru
     assert baselines["torch.compile reference"]["aggregate"] == pytest.approx(0.210, abs=5e-4)
     for name in ("memory/", "compute/", "prefill/", "decode/"):
         assert all(r["aggregate"] is not None for r in board(starter, name)["baselines"])
+    # their run kept medians alone: no interval, said
+    assert all(r["interval"] is None and r["badges"] == ["baseline", "no interval"]
+               for r in baselines.values())
     page = Client().get(f"/boards/{starter.pk}/H200/").content.decode()
     assert "eager forwards then scored by profiled busy time, since replaced" in page
     operator = Client().get(f"/api/boards/{starter.pk}/H200/operators/rms_norm/").json()
@@ -154,6 +163,9 @@ def test_the_public_release_comes_with_its_recorded_baseline_after_the_timing_ch
     # docs/baselines.md: S_agg 0.013916 over its 30 operators, release weights
     assert [(r["team"], round(r["aggregate"], 6)) for r in baseline] == [
         ("PyTorch reference", 0.013916)]
+    # stored before timing samples were kept (p10/p90 of 163 shapes re-derived): no interval
+    assert [(r["interval"], r["badges"]) for r in baseline] == [(None, ["baseline",
+                                                                         "no interval"])]
     assert ShapeResult.objects.filter(job__candidate__submission__release=public).count() == 440
     call_command("setup_demo", "--public-release", str(PUBLIC), stdout=io.StringIO())
     assert ShapeResult.objects.filter(job__candidate__submission__release=public).count() == 440
