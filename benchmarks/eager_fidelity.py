@@ -196,7 +196,7 @@ def main() -> None:
 
     import dataclasses
 
-    from evaluation.harness.sandbox import SandboxSettings, WarmChildren
+    from evaluation.harness.isolation.sandbox import SandboxSettings, WarmChildren
     from evaluation.harness.timing import TimingSettings
 
     deadline = time.monotonic() + args.deadline_s

@@ -31,9 +31,9 @@ from evaluation.harness.evaluate import (
     apply_roofline,
     evaluate,
 )
+from evaluation.harness.isolation.sandbox import SandboxSettings, WarmChildren
 from evaluation.harness.release import load_release
 from evaluation.harness.roofline import roofline_point
-from evaluation.harness.sandbox import SandboxSettings, WarmChildren
 from leaderboard.scoring import (
     ScoringPolicy,
     ShapeOutcome,

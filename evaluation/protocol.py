@@ -103,7 +103,7 @@ def ncu_profile_spec(*, profile_id: int, operator: str, reference_py: str, input
                      shapes_json: str, shape_id: str, candidate_source: str, dsl: str,
                      hbm_bytes_per_s: float) -> dict[str, Any]:
     """A team's ncu profile of one public shape of its candidate (evaluation/harness/
-    ncu_sandbox.py): the operator's public files, the candidate, the shape, the HBM peak its
+    ncu/sandbox.py): the operator's public files, the candidate, the shape, the HBM peak its
     DRAM throughput is read against. No tolerance, no seed: nothing is compared or scored."""
     return {"version": SPEC_VERSION, "profile_id": profile_id, "shape_id": shape_id,
             "operator": {"name": operator, "reference_py": reference_py, "input_py": input_py,

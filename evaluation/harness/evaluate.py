@@ -29,10 +29,21 @@ from . import adoption as adoption_mod
 from . import environment
 from .compare import Comparison, as_output_dict, compare_outputs
 from .confidence import median_standard_error
-from .device_memory import configure_cuda_allocator, is_out_of_memory, release_cached_memory
 from .dsl import unavailable_reason
+from .isolation.device_memory import configure_cuda_allocator, is_out_of_memory, release_cached_memory
+from .isolation.output_area import CallTensors, LayoutRefused, check_layout
+from .isolation.sandbox import (
+    CandidateError,
+    ChildDied,
+    ChildProcess,
+    ChildTimeout,
+    EventHandler,
+    HarnessError,
+    SandboxSettings,
+    WarmChildren,
+    describe_exit,
+)
 from .operator_files import import_file, make_inputs, make_model, tensor_bytes
-from .output_area import CallTensors, LayoutRefused, check_layout
 from .release import (
     DEFAULT_DSL,
     DEFAULT_DSL_RATIO_THRESHOLD,
@@ -44,17 +55,6 @@ from .release import (
 )
 from .results import PASSED, EvaluationResult, ShapeReport
 from .roofline import attainment, roofline_point
-from .sandbox import (
-    CandidateError,
-    ChildDied,
-    ChildProcess,
-    ChildTimeout,
-    EventHandler,
-    HarnessError,
-    SandboxSettings,
-    WarmChildren,
-    describe_exit,
-)
 from .steps import Steps, checked_child_steps
 from .timed_calls import CallPlan, FlowError, input_sample, rehearse_gap
 from .timing import GapAllowance, TimingSettings, record_gap_allowance

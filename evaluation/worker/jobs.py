@@ -42,6 +42,7 @@ from evaluation.harness.evaluate import (
     evaluate,
     evaluation_mode,
 )
+from evaluation.harness.isolation.sandbox import HarnessError, SandboxSettings, WarmChildren
 from evaluation.harness.release import (
     ReleaseError,
     ShapeSpec,
@@ -50,7 +51,6 @@ from evaluation.harness.release import (
     parse_shapes_document,
 )
 from evaluation.harness.results import EVALUATOR_VERSION, ShapeReport, json_safe
-from evaluation.harness.sandbox import HarnessError, SandboxSettings, WarmChildren
 from evaluation.protocol import (
     SPEC_VERSION,
     EventKind,
@@ -201,8 +201,8 @@ def hold_until_release(clock: HiddenTierClock, check_stop: CheckStop | None,
 
 def run_ncu_profile_spec(spec: dict[str, Any], settings: SandboxSettings) -> dict[str, Any]:
     """A team's ncu profile of one shape (protocol.ncu_profile_spec), run in the candidate's
-    sandbox (harness/ncu_sandbox.py); its result as JSON, with `error` where it gave none."""
-    from evaluation.harness.ncu_sandbox import NcuProfile, profile_shape
+    sandbox (harness/ncu/sandbox.py); its result as JSON, with `error` where it gave none."""
+    from evaluation.harness.ncu.sandbox import NcuProfile, profile_shape
 
     shape_id = str(spec.get("shape_id"))
     if spec.get("version") != SPEC_VERSION:

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.harness.limits import hierarchy
+from evaluation.harness.isolation.limits import hierarchy
+from evaluation.harness.isolation.sandbox import SandboxSettings, planned_isolation
 from evaluation.harness.results import UNVERIFIED_ON_CPU, EvaluationResult, shown_verdict
-from evaluation.harness.sandbox import SandboxSettings, planned_isolation
 from tests.adversarial.cases import CASE_SANDBOX, FAST, HOST_CASES
 from tests.evaluation.helpers import run_candidate, sample_source
 

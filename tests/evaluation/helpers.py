@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
+from evaluation.harness.isolation.sandbox import WarmChildren
 from evaluation.harness.release import load_release
 from evaluation.harness.results import EvaluationResult
-from evaluation.harness.sandbox import WarmChildren
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 
 # Short timeouts: the dev shapes run in well under a second in the interpreter.

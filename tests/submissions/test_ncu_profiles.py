@@ -19,7 +19,7 @@ from django.test import Client
 
 from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, Release
-from evaluation.harness.sandbox import SandboxSettings
+from evaluation.harness.isolation.sandbox import SandboxSettings
 from evaluation.protocol import NCU_PROFILE_TASK
 from evaluation.worker.jobs import run_ncu_profile_spec
 from portal.accounts.models import token_create

@@ -27,9 +27,26 @@ import torch
 from torch.autograd import DeviceType  # type: ignore[attr-defined]
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .compare import as_output_dict
+from ..compare import as_output_dict
+from ..dsl import DslAdapter, LaunchRecorder, adapter_for, credit_compiled, launch_names
+from ..operator_files import (
+    candidate_model_class,
+    import_file,
+    make_inputs,
+    make_model,
+    tensor_bytes,
+)
+from ..steps import Steps
+from ..timed_calls import (
+    FlowError,
+    FreshInputs,
+    TimedCall,
+    TimedCallFlow,
+    bitwise_equal,
+    input_sample,
+    no_python_dispatch,
+)
 from .device_memory import release_cached_memory
-from .dsl import DslAdapter, LaunchRecorder, adapter_for, credit_compiled, launch_names
 from .integrity import (
     Fingerprint,
     FingerprintWatch,
@@ -44,24 +61,7 @@ from .integrity import (
     loaded_mark,
     mapped_libraries,
 )
-from .operator_files import (
-    candidate_model_class,
-    import_file,
-    make_inputs,
-    make_model,
-    tensor_bytes,
-)
 from .output_area import AreaFull, AreaWriter
-from .steps import Steps
-from .timed_calls import (
-    FlowError,
-    FreshInputs,
-    TimedCall,
-    TimedCallFlow,
-    bitwise_equal,
-    input_sample,
-    no_python_dispatch,
-)
 
 TRACEBACK_TAIL_CHARS = 3000
 INTEGRITY_FAILED = "integrity check failed"
@@ -146,7 +146,7 @@ class ChildRuntime:
         import torch._dynamo  # noqa: F401
         _no_tqdm_monitor()
         if self.device.type == "cuda":
-            from .timing import prepare_timing
+            from ..timing import prepare_timing
 
             torch.empty(1, device=self.device)  # creates the CUDA context; allocation only
             try:
@@ -352,7 +352,7 @@ class ChildRuntime:
         """Adds to `names` what the calls inside ran: every device activity by name on a
         GPU (the profiler, device records only), every DSL launch by name on a CPU."""
         if self.device.type == "cuda":
-            from .timing import device_records
+            from ..timing import device_records
 
             with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) \
                     as prof:
@@ -421,7 +421,7 @@ class ChildRuntime:
         if self.device.type == "cuda":
             # The profiler sees both device kernels and aten ops. No dispatch mode here:
             # under one, torch.compile'd code falls back to eager and would look like torch.
-            from .timing import device_records
+            from ..timing import device_records
 
             activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
             with self.steps("profiled_call"), self.adapter.recording(launches), \
@@ -464,7 +464,7 @@ class ChildRuntime:
         }
 
     def do_timing(self, request: dict[str, Any]) -> dict[str, Any]:
-        from .timing import (
+        from ..timing import (
             GapAllowance,
             MarkersForged,
             TimingSettings,
@@ -497,8 +497,8 @@ class ChildRuntime:
 
         try:
             if self.device.type == "cuda":
-                from .graph_capture import CudaContextCorrupted
-                from .timing import measure_forward
+                from ..graph_capture import CudaContextCorrupted
+                from ..timing import measure_forward
 
                 try:
                     report = measure_forward(forward, sets, settings, flow, steps=self.steps,

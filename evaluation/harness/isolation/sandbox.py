@@ -43,11 +43,11 @@ from typing import Any
 
 import torch
 
+from ..release import PUBLIC_FILES, PublicOperator
 from . import jail
 from .device_memory import CUDA_ALLOCATOR_SETTINGS
 from .limits import ChildGroup, hierarchy, sweep_stale_groups
 from .output_area import CallTensors, LayoutRefused, OutputArea, TensorLayout
-from .release import PUBLIC_FILES, PublicOperator
 from .workarea import make_dir, mount_tmpfs, open_dir, remove_tree, work_area, write_file
 
 CHILD_MAIN = Path(__file__).resolve().parent / "child_main.py"
@@ -225,7 +225,7 @@ _UNSHARE = ("unshare", "--mount", "--net", "--pid", "--fork", "--kill-child", "-
 # Hidden wherever they fall inside a folder the child sees: every release folder of this
 # checkout (their hidden files, and releases other than the job's), var/ (database, broker
 # files that carry other teams' candidates and seeds, logs) and the checkout itself.
-_PROJECT = Path(__file__).resolve().parents[2]
+_PROJECT = Path(__file__).resolve().parents[3]
 ALWAYS_MASKED = (_PROJECT / "evaluation" / "releases", _PROJECT / "var", _PROJECT)
 
 

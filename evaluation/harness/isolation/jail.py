@@ -36,13 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .libraries import library_paths
+from ..libraries import library_paths
 
 WORK = Path("/atrex/work")
 CACHE = Path("/atrex/cache")
 CODE = Path("/atrex/code")
-HARNESS = Path(__file__).resolve().parent
-CHILD_MAIN_INSIDE = CODE / "evaluation" / "harness" / "child_main.py"
+HARNESS = Path(__file__).resolve().parents[1]
+CHILD_MAIN_INSIDE = CODE / "evaluation" / "harness" / "isolation" / "child_main.py"
 
 SYSTEM_DIRS = ("/usr",)
 SYSTEM_TOP_LEVEL = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # links on merged /usr
