@@ -26,6 +26,7 @@ PACKAGES = {  # folder -> the files of it that travel
     "evaluation/harness": ("*.py", "result_schema.json"),
     "evaluation/harness/isolation": ("*.py",),
     "evaluation/harness/ncu": ("*.py",),
+    "evaluation/harness/stages": ("*.py",),
     "evaluation/worker": ("*.py",),
 }
 RUN_WORKER = """#!/bin/sh

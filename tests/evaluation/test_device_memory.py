@@ -70,16 +70,16 @@ def test_running_out_of_memory_while_comparing_fails_that_shape_and_the_next_run
     # as on the H200: the trusted side compared a 6.3 G-element output and ran out of memory
     import torch
 
-    from evaluation.harness import evaluate as evaluate_mod
+    from evaluation.harness.stages import shape as shape_mod
 
-    compare = evaluate_mod.compare_outputs
+    compare = shape_mod.compare_outputs
 
     def compare_or_run_out(candidate, reference, atol, rtol):  # type: ignore[no-untyped-def]
         if next(iter(reference.values())).shape[-1] > 200:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 5.89 GiB")
         return compare(candidate, reference, atol, rtol)
 
-    monkeypatch.setattr(evaluate_mod, "compare_outputs", compare_or_run_out)
+    monkeypatch.setattr(shape_mod, "compare_outputs", compare_or_run_out)
     release = load_release(FIXTURE_RELEASE)
     op = release.operator("rms_norm")
     job = EvaluationRequest(operator=op.public, candidate_source=sample_source("rms_norm", "triton_native"),

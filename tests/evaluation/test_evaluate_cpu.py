@@ -9,10 +9,12 @@ import jsonschema
 import pytest
 import torch
 
-from evaluation.harness.evaluate import EvaluationRequest, _ShapeRun, _TimedCallJudge, _TrustedSide
+from evaluation.harness.evaluate import EvaluationRequest, _ShapeRun
 from evaluation.harness.isolation.sandbox import CandidateError
 from evaluation.harness.release import load_release
 from evaluation.harness.results import SCHEMA_PATH, EvaluationResult
+from evaluation.harness.stages.performance import _TimedCallJudge
+from evaluation.harness.stages.shape import _TrustedSide
 from tests.conftest import FIXTURE_RELEASE
 from tests.evaluation.helpers import TEST_SETTINGS, dev_shapes, run_candidate, sample_source
 

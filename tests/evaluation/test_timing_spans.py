@@ -146,8 +146,8 @@ def test_markers_out_of_step_mean_forged_markers(records: list[tuple[str, int, i
 
 
 def test_a_real_timing_report_passes_the_parents_check_and_a_forged_one_fails() -> None:
-    from evaluation.harness.evaluate import _checked_timing
     from evaluation.harness.isolation.sandbox import CandidateError
+    from evaluation.harness.stages.performance import _checked_timing
     from evaluation.harness.timing import TimingReport
 
     report = TimingReport(measured=True, method="graph", median_s=2e-6, p10_s=1.9e-6, p90_s=2.2e-6,
@@ -174,8 +174,8 @@ def test_a_real_timing_report_passes_the_parents_check_and_a_forged_one_fails() 
 
 
 def test_a_kernel_seen_only_in_timed_calls_fails_the_shape_and_is_named() -> None:
-    from evaluation.harness.evaluate import _check_timed_kernels
     from evaluation.harness.isolation.sandbox import CandidateError
+    from evaluation.harness.stages.performance import _check_timed_kernels
 
     with pytest.raises(CandidateError, match="behaviour changed under timing.*cublasLt_gemm"):
         _check_timed_kernels(["rms_kernel", "cublasLt_gemm"], {"rms_kernel"})
