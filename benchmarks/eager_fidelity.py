@@ -196,7 +196,8 @@ def main() -> None:
 
     import dataclasses
 
-    from evaluation.harness.isolation.sandbox import SandboxSettings, WarmChildren
+    from evaluation.harness.isolation.child_process import WarmChildren
+    from evaluation.harness.isolation.sandbox import SandboxSettings
     from evaluation.harness.timing import TimingSettings
 
     deadline = time.monotonic() + args.deadline_s

@@ -17,7 +17,7 @@ import time
 from _path import REPO
 
 from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
-from evaluation.harness.isolation.sandbox import WarmChildren
+from evaluation.harness.isolation.child_process import WarmChildren
 from evaluation.harness.release import load_release
 
 RELEASE = REPO / "evaluation" / "releases" / "atrex-fixture"

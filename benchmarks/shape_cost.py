@@ -36,7 +36,7 @@ import torch
 
 from evaluation.baselines import PYTORCH, baseline_source
 from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
-from evaluation.harness.isolation.sandbox import WarmChildren
+from evaluation.harness.isolation.child_process import WarmChildren
 from evaluation.harness.operator_files import import_file, make_inputs, make_model
 from evaluation.harness.release import load_release
 from evaluation.harness.timing import L2Flusher, Sampler, device_records, prepare_timing

@@ -19,16 +19,9 @@ from typing import Any
 import torch
 
 from .dsl import unavailable_reason
+from .isolation.child_process import ChildProcess, WarmChildren
 from .isolation.device_memory import configure_cuda_allocator, release_cached_memory
-from .isolation.sandbox import (
-    CandidateError,
-    ChildDied,
-    ChildProcess,
-    ChildTimeout,
-    HarnessError,
-    WarmChildren,
-    describe_exit,
-)
+from .isolation.sandbox import CandidateError, ChildDied, ChildTimeout, HarnessError, describe_exit
 from .release import HardwareSpec, ShapeRoofline
 from .request import FULL_CHECKS, EvaluationRequest, EvaluationSettings, checks_for
 from .results import PASSED, EvaluationResult, ShapeReport

@@ -42,7 +42,8 @@ from evaluation.harness.evaluate import (
     evaluate,
     evaluation_mode,
 )
-from evaluation.harness.isolation.sandbox import HarnessError, SandboxSettings, WarmChildren
+from evaluation.harness.isolation.child_process import WarmChildren
+from evaluation.harness.isolation.sandbox import HarnessError, SandboxSettings
 from evaluation.harness.release import (
     ReleaseError,
     ShapeSpec,

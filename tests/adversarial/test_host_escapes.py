@@ -21,12 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.harness.isolation.sandbox import (
-    SandboxSettings,
-    WarmChildren,
-    planned_isolation,
-    workdir_base,
-)
+from evaluation.harness.isolation.child_process import WarmChildren
+from evaluation.harness.isolation.sandbox import SandboxSettings, planned_isolation, workdir_base
 from evaluation.harness.isolation.workarea import AREA_PREFIX, WorkArea, work_area
 from evaluation.harness.release import load_release
 from tests.adversarial.cases import HOST_CASES
@@ -114,7 +110,7 @@ def test_links_planted_for_the_next_candidate_reach_nothing(tmp_path: Path) -> N
 def test_the_parent_never_writes_through_a_link_in_a_work_folder(tmp_path: Path) -> None:
     """Even if a link got there, root would not follow it: files are created O_EXCL |
     O_NOFOLLOW relative to the folder's descriptor."""
-    from evaluation.harness.isolation.sandbox import ChildProcess
+    from evaluation.harness.isolation.child_process import ChildProcess
 
     target = tmp_path / "root-only"
     target.write_text("ROOT-ONLY")

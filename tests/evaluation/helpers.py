@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
-from evaluation.harness.isolation.sandbox import WarmChildren
+from evaluation.harness.isolation.child_process import WarmChildren
 from evaluation.harness.release import load_release
 from evaluation.harness.results import EvaluationResult
 from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES

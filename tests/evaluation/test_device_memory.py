@@ -131,7 +131,7 @@ def test_trials_of_a_large_shape_are_judged_after_the_child_ran_them_all(
     from unittest import mock
 
     from evaluation.harness import evaluate as evaluate_mod
-    from evaluation.harness.isolation.sandbox import ChildProcess
+    from evaluation.harness.isolation.child_process import ChildProcess
     from tests.evaluation.helpers import run_candidate
 
     inside: list[tuple[str, bool]] = []  # per judged call: the request then, whether inside it

@@ -89,7 +89,7 @@ def test_a_stop_the_portal_asked_for_ends_the_run_unreported(
 
 def test_a_pool_hands_out_its_oldest_children_once_each_and_stays_full(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from evaluation.harness.isolation.sandbox import WarmChildren
+    from evaluation.harness.isolation.child_process import WarmChildren
 
     pool = WarmChildren(device="cpu", dsl="triton", masked_paths=(),
                         settings=TEST_SETTINGS.sandbox, size=2)

@@ -1,6 +1,6 @@
 """The sandboxed side of an evaluation: runs the candidate, never sees expected outputs.
 
-Started by `sandbox.ChildProcess` as `python -I child_main.py` in a fresh directory that
+Started by `child_process.ChildProcess` as `python -I child_main.py` in a fresh directory that
 holds only the operator's public files and the candidate's source. Commands arrive as
 JSON lines on stdin; events go back as JSON lines on a dedicated pipe (the candidate's
 own prints go to stdout/stderr, which the parent keeps apart). Output tensors are written

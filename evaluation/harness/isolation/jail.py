@@ -20,7 +20,7 @@ A path holding hidden data that happens to lie inside an allowed folder (a check
 /usr, say) is covered with an empty tmpfs. The plan is plain data, turned into a shell
 script that the namespace's first process runs as root before it drops to the sandbox uid;
 that process stays alive as the namespace's init, so that when the worker dies the whole
-namespace dies with it (sandbox.py).
+namespace dies with it (child_process.py).
 
 Imports no Django.
 """

@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from ..isolation import jail
-from ..isolation.sandbox import ChildProcess, HarnessError, SandboxSettings, _plan
+from ..isolation.child_process import ChildProcess
+from ..isolation.sandbox import HarnessError, SandboxSettings, _plan
 from ..isolation.workarea import make_dir, remove_tree, write_file
 from ..release import PUBLIC_FILES, PublicOperator, ShapeSpec
 from . import profile as ncu_profile

@@ -20,9 +20,11 @@ import torch
 
 from .. import environment
 from ..compare import Comparison, as_output_dict, compare_outputs
+from ..isolation.channel import EventHandler
+from ..isolation.child_process import ChildProcess
 from ..isolation.device_memory import is_out_of_memory, release_cached_memory
 from ..isolation.output_area import CallTensors, LayoutRefused, check_layout
-from ..isolation.sandbox import CandidateError, ChildProcess, EventHandler, HarnessError
+from ..isolation.sandbox import CandidateError, HarnessError
 from ..operator_files import import_file, make_inputs, make_model, tensor_bytes
 from ..request import FULL_CHECKS, EvaluationRequest, EvaluationSettings
 from ..results import ShapeReport
