@@ -143,7 +143,7 @@ class ChildChannel(abc.ABC):
         """The child's processes are the ones it started with (its control group, read by
         this side): a helper process the candidate left running could rewrite the output
         area while this side reads it (CandidateError otherwise). Where there is no group
-        (not root), the child's own census (child._other_processes) is all there is."""
+        (not root), the child's own census (child_core._other_processes) is all there is."""
         if self._group is None or self._processes_at_ready is None:
             return
         now = self._group.process_count()

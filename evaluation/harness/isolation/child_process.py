@@ -484,7 +484,7 @@ class WarmChildren:
     nothing a team's code left in a process reaches another team's job. The pool is refilled
     as a child is taken, so its replacement starts while that job runs.
 
-    A warm child launches no kernel while it waits (child.warm_up), so it does not disturb
+    A warm child launches no kernel while it waits (child_core.warm_up), so it does not disturb
     the timing of the evaluation running beside it.
     """
 

@@ -190,7 +190,7 @@ def install_audit_tripwire() -> None:
         if event in _AUDIT_TRIPWIRES:
             _audit_seen.append(event)
         elif event in ("ctypes.dlopen", "import"):
-            _loads[0] += 1  # a new shared object may be mapped now: child._installed looks
+            _loads[0] += 1  # a new shared object may be mapped now: child_core._installed looks
     sys.addaudithook(hook)
 
 

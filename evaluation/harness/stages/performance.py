@@ -107,7 +107,7 @@ class _TimedCallJudge:
     whether the call that just returned is checked and the seed of the next call's
     contents, both drawn here, after that call returned: the child cannot choose, predict
     or pin either. A checked call is handed over: the child waits after saving it until the
-    parent answers (child._hand_over), so no code of the candidate runs between the save and
+    parent answers (child_timing._hand_over), so no code of the candidate runs between the save and
     the judging, and it is judged against the reference for the seed this side gave. On a
     shape judged one side at a time (larger than overlap_input_bytes: both sides cannot
     hold it on the GPU at once), the call is copied to host memory then and judged after the
