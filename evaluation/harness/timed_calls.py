@@ -23,7 +23,7 @@ unmeasured calls on a CPU), in this order (`TimedCallFlow.before`):
    says so (`fresh_inputs: false`).
 
 On a GPU the device's own records then say whether anything but this ran between two
-samples (timing.check_gaps).
+samples (timing_records.check_gaps).
 """
 
 from __future__ import annotations

@@ -9,19 +9,21 @@ import pytest
 
 pytest.importorskip("triton")
 
-from evaluation.harness.timing import (  # noqa: E402
-    END_MARKER,
-    RETURNED_MARKER,
+from evaluation.harness.timing import (
     SPAN_BY_EVENTS,
     SPAN_BY_PROFILER,
-    ForwardWindow,
-    MarkersForged,
     TimingSettings,
     enough_samples,
-    forward_windows,
     next_batch_size,
     sampling_error,
     scored_samples,
+)
+from evaluation.harness.timing_records import (
+    END_MARKER,
+    RETURNED_MARKER,
+    ForwardWindow,
+    MarkersForged,
+    forward_windows,
 )
 
 SWEEP = "_atrex_l2_flush_read"

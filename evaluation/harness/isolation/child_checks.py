@@ -85,7 +85,7 @@ class CorrectnessRequests(ChildCore):
         """Adds to `names` what the calls inside ran: every device activity by name on a
         GPU (the profiler, device records only), every DSL launch by name on a CPU."""
         if self.device.type == "cuda":
-            from ..timing import device_records
+            from ..timing_records import device_records
 
             with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) \
                     as prof:
@@ -109,7 +109,7 @@ class CorrectnessRequests(ChildCore):
         if self.device.type == "cuda":
             # The profiler sees both device kernels and aten ops. No dispatch mode here:
             # under one, torch.compile'd code falls back to eager and would look like torch.
-            from ..timing import device_records
+            from ..timing_records import device_records
 
             activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
             with self.steps("profiled_call"), self.adapter.recording(launches), \

@@ -21,13 +21,8 @@ class TimingRequests(ChildCore):
     """`timing`: the candidate's calls timed, some of them handed over to be checked."""
 
     def do_timing(self, request: dict[str, Any]) -> dict[str, Any]:
-        from ..timing import (
-            GapAllowance,
-            MarkersForged,
-            TimingSettings,
-            WorkOutsideWindow,
-            not_measured,
-        )
+        from ..timing import TimingSettings, not_measured
+        from ..timing_records import GapAllowance, MarkersForged, WorkOutsideWindow
 
         model = self.model_for(request)
         settings = TimingSettings(**request["settings"])

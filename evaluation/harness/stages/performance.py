@@ -19,7 +19,8 @@ from ..isolation.sandbox import CandidateError
 from ..operator_files import make_inputs
 from ..request import FULL_CHECKS, REFERENCE_CHECKS
 from ..timed_calls import CallPlan, FlowError, rehearse_gap
-from ..timing import GapAllowance, TimingSettings, record_gap_allowance
+from ..timing import TimingSettings, record_gap_allowance
+from ..timing_records import GapAllowance
 from .shape import ShapeRunState, _kernel_names, _trusted_allocations
 
 MAX_TIMING_SAMPLES = TimingSettings().max_samples
@@ -90,7 +91,7 @@ class PerformanceStage(ShapeRunState):
 
     def _gap_allowance(self, seed: int) -> GapAllowance:
         """What the harness's own work between two timed calls launches on this device, done
-        here on the trusted side's tensors (timing.GapAllowance)."""
+        here on the trusted side's tensors (timing_records.GapAllowance)."""
         def draw(seed: int) -> dict[str, Any]:
             return make_inputs(self.trusted.inputs, self.spec.input_kwargs, seed, self.device)
 

@@ -14,7 +14,7 @@ every request in child_core.ChildCore._check_integrity) fails the shape: "integr
 failed: the candidate replaced time.perf_counter, torch.cuda.Event.elapsed_time,
 torch.cuda.synchronize". Note the _KinetoEvent.duration_ns patch alone is NOT in the
 fingerprint (a pybind class outside its namespaces): a candidate applying only that patch
-passes unflagged on the CPU, and on a GPU would shrink the scored time (timing.device_records
+passes unflagged on the CPU, and on a GPU would shrink the scored time (timing_records.device_records
 reads event.duration_ns()); only attainment > 1 would notice. Fingerprint
 torch._C._autograd._KinetoEvent's methods too.
 """
