@@ -26,8 +26,8 @@ from evaluation.harness.isolation.sandbox import SandboxSettings, planned_isolat
 from evaluation.harness.isolation.workarea import AREA_PREFIX, WorkArea, work_area
 from evaluation.harness.release import load_release
 from tests.adversarial.cases import HOST_CASES
-from tests.conftest import FIXTURE_RELEASE, REPO
 from tests.evaluation.helpers import TEST_SETTINGS, run_candidate, sample_source
+from tests.paths import FIXTURE_RELEASE, REPO
 from tests.worker import descendants, running
 
 CANDIDATES = Path(__file__).parent / "candidates"

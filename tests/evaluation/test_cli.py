@@ -14,7 +14,7 @@ import pytest
 
 from evaluation.harness.isolation.sandbox import SandboxSettings, planned_isolation
 from evaluation.harness.results import SCHEMA_PATH
-from tests.conftest import FIXTURE_RELEASE, REPO, SAMPLE_CANDIDATES
+from tests.paths import FIXTURE_RELEASE, REPO, SAMPLE_CANDIDATES
 
 
 def evaluate(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

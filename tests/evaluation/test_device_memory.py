@@ -16,8 +16,8 @@ from evaluation.harness.release_check import (
     ShapeOnDevice,
     device_findings,
 )
-from tests.conftest import FIXTURE_RELEASE
 from tests.evaluation.helpers import TEST_SETTINGS, sample_source
+from tests.paths import FIXTURE_RELEASE
 
 GIB = 1024**3
 

@@ -16,7 +16,7 @@ from evaluation.harness.ncu import sandbox as ncu_sandbox
 from evaluation.harness.ncu.profile import ReportUnreadable, clocks_seen, parse_report
 from evaluation.harness.ncu.sandbox import _ProfiledChild, profile_shape
 from evaluation.harness.release import load_release
-from tests.conftest import FIXTURE_RELEASE as FIXTURE
+from tests.paths import FIXTURE_RELEASE as FIXTURE
 
 RECORDED = Path(__file__).parent / "data" / "ncu"
 HBM_PEAK = 4.8e12  # evaluation/hardware/H200.yaml

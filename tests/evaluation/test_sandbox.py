@@ -16,8 +16,8 @@ import pytest
 from evaluation.harness.evaluate import EvaluationSettings
 from evaluation.harness.isolation.child_process import WarmChildren
 from evaluation.harness.isolation.sandbox import planned_isolation
-from tests.conftest import FIXTURE_RELEASE
 from tests.evaluation.helpers import TEST_SETTINGS, run_candidate, sample_source
+from tests.paths import FIXTURE_RELEASE
 
 HONEST = sample_source("rms_norm", "triton_native")
 BAD_SHAPE, GOOD_SHAPE = "dev-t4-h256", "dev-t3-h200"

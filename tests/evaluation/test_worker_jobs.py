@@ -12,8 +12,8 @@ from evaluation.protocol import job_spec
 from evaluation.worker import jobs
 from evaluation.worker.jobs import run_job_spec, warm_children
 from evaluation.worker.stop import RunStopped
-from tests.conftest import FIXTURE_RELEASE
 from tests.evaluation.helpers import TEST_SETTINGS, sample_source
+from tests.paths import FIXTURE_RELEASE
 
 
 def spec(job_id: int, candidate: str) -> dict[str, Any]:

@@ -26,7 +26,6 @@ from portal.accounts.models import token_create
 from submissions.models import EvaluationJob, NcuProfile, Submission
 from submissions.ncu import record_ncu_profile
 from submissions.services import submission_create
-from tests.conftest import REPO, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
 from tests.hidden_tier import (
     HIDDEN_DEV,
@@ -35,6 +34,7 @@ from tests.hidden_tier import (
     shape_report,
     without_hold,
 )
+from tests.paths import REPO, SAMPLE_CANDIDATES
 from tests.world import World, build_world, extended
 
 RECORDED = json.loads((Path(__file__).parents[1] / "evaluation" / "data" / "ncu" /
