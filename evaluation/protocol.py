@@ -13,7 +13,7 @@ compares; the sandboxed child never receives it, and no message to a team names 
 The one exception is the release's hidden shapes of the operator (`hidden_shapes_json`,
 ranked submissions only): the worker keeps them in memory for the job, never writes them
 to disk or a log, and gives the child each one only in that shape's requests, after every
-public shape (evaluation.harness.evaluate.EvaluationRequest.hidden_shapes).
+public shape (evaluation.harness.request.EvaluationRequest.hidden_shapes).
 
 The hidden tier has no clock a team can read (docs/teams.md, "Hidden shapes"): both sides
 hold its end until a release time fixed when it begins, its budget (`hidden_budget_s`, the
