@@ -7,7 +7,7 @@ TORCH_VERSION ?= 2.13.0
 # Where Debian's chromium package puts the browser the browser tests drive.
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup browser run test lint demo-evaluator
+.PHONY: setup browser run test lint quick demo-evaluator
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,12 @@ lint: setup
 	$(VENV)/bin/mypy
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
+
+# The inner loop (DEVELOPERS.md): ruff, then every test that starts no worker, sandbox, live
+# server or browser (tests/heavy.py), on the embedded default, stopping at the first failure.
+quick: setup
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q -x -m "not heavy" $(PYTEST_ARGS)
 
 # PYTEST_ARGS narrows a run: `.ci/run` passes `-m on_both_backends` for its second leg.
 test: browser lint

@@ -38,9 +38,9 @@ def evaluate_local(run: LocalRun, console: Console) -> bool:
     import torch
 
     from evaluation.harness.evaluate import EvaluationSettings
+    from evaluation.harness.isolation.sandbox import HarnessError
     from evaluation.harness.release import ReleaseError, load_release
     from evaluation.harness.results import CPU_INTERPRETER, PASSED
-    from evaluation.harness.sandbox import HarnessError
     from evaluation.local_evaluation import evaluate_with_progress, local_request, print_result
 
     if not run.candidate.is_file():

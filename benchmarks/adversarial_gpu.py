@@ -31,8 +31,9 @@ from evaluation.harness.evaluate import (
     apply_roofline,
     evaluate,
 )
+from evaluation.harness.isolation.child_process import WarmChildren
+from evaluation.harness.isolation.sandbox import SandboxSettings
 from evaluation.harness.release import load_release
-from evaluation.harness.sandbox import SandboxSettings, WarmChildren
 from evaluation.harness.timing import TimingSettings
 
 RELEASE = REPO / "evaluation" / "releases" / "atrex-fixture"

@@ -66,7 +66,8 @@ def probe(mode: str, public: Path, rounds: int = 3, calls: int = 25) -> dict[str
 
     from evaluation.harness.operator_files import import_file, make_inputs, make_model
     from evaluation.harness.release import load_release
-    from evaluation.harness.timing import L2Flusher, detach_profiler, pinned_thread
+    from evaluation.harness.timing import L2Flusher
+    from evaluation.harness.timing_host import detach_profiler, pinned_thread
 
     release = load_release(public)
     flush = L2Flusher("read")
@@ -121,7 +122,7 @@ def probe(mode: str, public: Path, rounds: int = 3, calls: int = 25) -> dict[str
         with torch.profiler.profile(activities=acts) as prof:
             torch.ones(1 << 20, device="cuda").sum()
             torch.cuda.synchronize()
-        from evaluation.harness.timing import device_records
+        from evaluation.harness.timing_records import device_records
 
         out["records_after_detach"] = len(device_records(prof))
     return out
@@ -196,7 +197,8 @@ def main() -> None:
 
     import dataclasses
 
-    from evaluation.harness.sandbox import SandboxSettings, WarmChildren
+    from evaluation.harness.isolation.child_process import WarmChildren
+    from evaluation.harness.isolation.sandbox import SandboxSettings
     from evaluation.harness.timing import TimingSettings
 
     deadline = time.monotonic() + args.deadline_s

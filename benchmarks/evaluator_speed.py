@@ -17,8 +17,8 @@ import time
 from _path import REPO
 
 from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
+from evaluation.harness.isolation.child_process import WarmChildren
 from evaluation.harness.release import load_release
-from evaluation.harness.sandbox import WarmChildren
 
 RELEASE = REPO / "evaluation" / "releases" / "atrex-fixture"
 CANDIDATES = REPO / "evaluation" / "sample_candidates"

@@ -21,9 +21,10 @@ from pathlib import Path
 from _path import REPO
 
 from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, apply_roofline, evaluate
+from evaluation.harness.isolation.child_process import WarmChildren
+from evaluation.harness.isolation.sandbox import SandboxSettings
 from evaluation.harness.release import load_release
 from evaluation.harness.results import EvaluationResult
-from evaluation.harness.sandbox import SandboxSettings, WarmChildren
 
 RELEASE = REPO / "evaluation" / "releases" / "atrex-fixture"
 CANDIDATES = REPO / "evaluation" / "sample_candidates"

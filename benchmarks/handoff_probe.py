@@ -1,6 +1,6 @@
 """Can a call's outputs cross from the sandboxed child to the trusted side without files?
 
-Before the shared output area (harness/output_area.py) the child copied each output to host
+Before the shared output area (harness/isolation/output_area.py) the child copied each output to host
 memory, wrote it to a file in its scratch tmpfs and the parent read it back: on the H200 that is ~100 ms for a
 151 MB output, of which the copy engine's share is ~6 ms (transfer_cost.py). Two ways round
 the file, probed here across the same boundary the sandbox draws (unshare --mount --net
@@ -70,7 +70,7 @@ def mapped(fd: int, nbytes: int) -> tuple[mmap.mmap, torch.Tensor]:
 
 def child(fd: int, nbytes: int, repeat: int) -> None:
     """In the sandbox: fill the shared mapping from the device, one size after another."""
-    from evaluation.harness import syscall_filter
+    from evaluation.harness.isolation import syscall_filter
 
     syscall_filter.install()
     try:
@@ -79,7 +79,7 @@ def child(fd: int, nbytes: int, repeat: int) -> None:
     except OSError as exc:
         print(f"seal: truncation refused ({exc.strerror})", flush=True)
     _, view = mapped(fd, nbytes)
-    # pageable first (what harness/output_area.py does), then with both mappings registered
+    # pageable first (what harness/isolation/output_area.py does), then with both mappings registered
     for mode in ("pageable", "registered"):
         if mode == "registered":
             print(f"child register {register(view) * 1e3:.1f} ms", flush=True)

@@ -35,13 +35,8 @@ def probe(case: Case, public: Path, rounds: int) -> dict[str, Any]:
     from evaluation.harness.operator_files import import_file, make_inputs
     from evaluation.harness.release import load_release
     from evaluation.harness.timed_calls import FreshInputs
-    from evaluation.harness.timing import (
-        L2Flusher,
-        Sampler,
-        TimingSettings,
-        measure_forward,
-        persisting_l2_resetter,
-    )
+    from evaluation.harness.timing import L2Flusher, Sampler, TimingSettings, measure_forward
+    from evaluation.harness.timing_host import persisting_l2_resetter
 
     forward, sets = load_case(case, public)
     op = load_release(public).operator(case.operator).public

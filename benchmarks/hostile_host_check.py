@@ -34,9 +34,9 @@ from typing import Any
 
 from _path import REPO
 
+from evaluation.harness.isolation.sandbox import SandboxSettings
 from evaluation.harness.release import load_release
 from evaluation.harness.results import shown_verdict
-from evaluation.harness.sandbox import SandboxSettings
 from evaluation.protocol import job_spec
 from evaluation.worker.jobs import run_job_spec, warm_children, worker_device
 

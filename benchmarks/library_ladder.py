@@ -43,9 +43,10 @@ from evaluation.harness.evaluate import (
     apply_roofline,
     evaluate,
 )
+from evaluation.harness.isolation.child_process import WarmChildren
+from evaluation.harness.isolation.sandbox import SandboxSettings
 from evaluation.harness.libraries import declared_libraries
 from evaluation.harness.release import LoadedRelease, load_release, project_hardware_profiles
-from evaluation.harness.sandbox import SandboxSettings, WarmChildren
 from evaluation.harness.timing import TimingSettings
 from evaluation.library_ladder import NOT_YET, PACKAGES, Adapter, adapters
 

@@ -430,8 +430,9 @@ def scored_section(rounds: int, deadline: float) -> dict[str, Any]:
     """The fixture release's Triton candidates evaluated `rounds` times (scored tier), with
     warm children as a GPU worker keeps them: S_op, S_agg and seconds per shape each time."""
     from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, apply_roofline, evaluate
+    from evaluation.harness.isolation.child_process import WarmChildren
+    from evaluation.harness.isolation.sandbox import SandboxSettings
     from evaluation.harness.release import load_release
-    from evaluation.harness.sandbox import SandboxSettings, WarmChildren
     from leaderboard.scoring import ShapeOutcome, normalise_weights, summarise, weighted_score
 
     release = load_release(RELEASES["fixture"])

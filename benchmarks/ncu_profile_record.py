@@ -26,7 +26,7 @@ from pathlib import Path
 from _path import REPO
 
 from benchmarks.ncu import find_ncu
-from evaluation.harness import ncu_profile
+from evaluation.harness.ncu import profile as ncu_profile
 
 FIXTURE = REPO / "evaluation" / "releases" / "atrex-fixture"
 SAMPLES = REPO / "evaluation" / "sample_candidates"

@@ -34,7 +34,7 @@ torch.cuda.synchronize()
 torch.cuda.nvtx.range_pop()
 print("kernel ran")
 PY
-printf 'import runpy, sys\nsys.path.insert(0, "%s")\nfrom evaluation.harness.syscall_filter import install\ninstall()\nrunpy.run_path("%s")\n' "$PWD" "$K" > $S
+printf 'import runpy, sys\nsys.path.insert(0, "%s")\nfrom evaluation.harness.isolation.syscall_filter import install\ninstall()\nrunpy.run_path("%s")\n' "$PWD" "$K" > $S
 NCUOPTS=(--clock-control none --nvtx --nvtx-include atrex_profiled/ --metrics gpu__time_duration.sum,dram__bytes_read.sum --csv --print-units base)
 run() {
   local name=$1; shift

@@ -1,4 +1,4 @@
-"""ncu profiles of one shape with the candidate in its sandbox (evaluation/harness/ncu_sandbox.py),
+"""ncu profiles of one shape with the candidate in its sandbox (evaluation/harness/ncu/sandbox.py),
 as the profile mode runs them: an honest Triton rms_norm and its PyTorch fallback, on the
 shape the unsandboxed recordings used (benchmarks/ncu_profile_record.py), so the two can be
 set side by side.
@@ -16,9 +16,9 @@ from pathlib import Path
 
 from _path import REPO
 
-from evaluation.harness.ncu_sandbox import profile_shape
+from evaluation.harness.isolation.sandbox import SandboxSettings
+from evaluation.harness.ncu.sandbox import profile_shape
 from evaluation.harness.release import load_release
-from evaluation.harness.sandbox import SandboxSettings
 
 FIXTURE = REPO / "evaluation" / "releases" / "atrex-fixture"
 SAMPLES = REPO / "evaluation" / "sample_candidates" / "rms_norm"

@@ -26,8 +26,8 @@ from typing import Any
 import torch
 from _path import REPO
 
-from evaluation.harness.child import poison  # the child's own
 from evaluation.harness.compare import as_output_dict, compare_outputs
+from evaluation.harness.isolation.child_core import poison
 from evaluation.harness.operator_files import (
     candidate_model_class,
     import_file,

@@ -32,16 +32,16 @@ from typing import Any
 
 from _path import REPO
 
-from evaluation.harness import jail
 from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
-from evaluation.harness.release import load_release
-from evaluation.harness.sandbox import (
+from evaluation.harness.isolation import jail
+from evaluation.harness.isolation.sandbox import (
     SAFE_PATH,
     SandboxSettings,
     jail_problem,
     planned_isolation,
 )
-from evaluation.harness.workarea import AREA_PREFIX, WorkArea
+from evaluation.harness.isolation.workarea import AREA_PREFIX, WorkArea
+from evaluation.harness.release import load_release
 
 FIXTURE = REPO / "evaluation" / "releases" / "atrex-fixture"
 SAMPLES = REPO / "evaluation" / "sample_candidates" / "rms_norm"
@@ -107,7 +107,7 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[4])
 from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
 from evaluation.harness.release import load_release
-from evaluation.harness.sandbox import SandboxSettings
+from evaluation.harness.isolation.sandbox import SandboxSettings
 op = load_release(Path(sys.argv[1])).operator("rms_norm")
 settings = EvaluationSettings(compile_timeout_s=600, call_timeout_s=600,
                               sandbox=SandboxSettings(workdir_base=sys.argv[3], child_uid=60001,

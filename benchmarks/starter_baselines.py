@@ -31,9 +31,10 @@ from evaluation.harness.evaluate import (
     apply_roofline,
     evaluate,
 )
+from evaluation.harness.isolation.child_process import WarmChildren
+from evaluation.harness.isolation.sandbox import SandboxSettings
 from evaluation.harness.release import load_release
 from evaluation.harness.roofline import roofline_point
-from evaluation.harness.sandbox import SandboxSettings, WarmChildren
 from leaderboard.scoring import (
     ScoringPolicy,
     ShapeOutcome,

@@ -6,7 +6,7 @@ file, reading it back and the host-to-device copy, for output sizes of the publi
 Usage (on a GPU host): python benchmarks/transfer_cost.py [--dir /dev/shm] [--repeat 10]
 
 The harness wrote outputs to files in the child's scratch folder (a tmpfs) and the parent
-read them, before the shared output area (harness/output_area.py); this measures each piece
+read them, before the shared output area (harness/isolation/output_area.py); this measures each piece
 apart so the step table's `save_outputs` and `output_read` could be explained.
 """
 

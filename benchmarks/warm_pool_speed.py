@@ -40,8 +40,8 @@ from typing import Any
 from _path import REPO
 
 from evaluation.harness.evaluate import EvaluationSettings
+from evaluation.harness.isolation.sandbox import SandboxSettings
 from evaluation.harness.release import load_release
-from evaluation.harness.sandbox import SandboxSettings
 from evaluation.local_evaluation import select_shapes
 from evaluation.protocol import EventKind, job_spec
 from evaluation.worker.jobs import run_job_spec, warm_children, worker_device

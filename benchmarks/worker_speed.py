@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
+from evaluation.harness.isolation.sandbox import SandboxSettings
 from evaluation.harness.release import load_release
-from evaluation.harness.sandbox import SandboxSettings
 from evaluation.harness.timing import TimingSettings
 from evaluation.protocol import job_spec
 from evaluation.worker.jobs import run_job_spec, warm_children, worker_device

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from .harness.dsl import KNOWN_DSLS
 from .harness.evaluate import EvaluationSettings, apply_roofline
+from .harness.isolation.sandbox import HarnessError, SandboxSettings
 from .harness.release import (
     HardwareSpec,
     ReleaseError,
@@ -24,7 +25,6 @@ from .harness.release import (
     project_hardware_profiles,
 )
 from .harness.release_check import ShapeOnDevice, check_on_device, check_release, device_findings
-from .harness.sandbox import HarnessError, SandboxSettings
 from .harness.timing import TimingSettings
 from .local_evaluation import evaluate_with_progress, local_request, print_result, select_shapes
 

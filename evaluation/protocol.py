@@ -13,7 +13,7 @@ compares; the sandboxed child never receives it, and no message to a team names 
 The one exception is the release's hidden shapes of the operator (`hidden_shapes_json`,
 ranked submissions only): the worker keeps them in memory for the job, never writes them
 to disk or a log, and gives the child each one only in that shape's requests, after every
-public shape (evaluation.harness.evaluate.EvaluationRequest.hidden_shapes).
+public shape (evaluation.harness.request.EvaluationRequest.hidden_shapes).
 
 The hidden tier has no clock a team can read (docs/teams.md, "Hidden shapes"): both sides
 hold its end until a release time fixed when it begins, its budget (`hidden_budget_s`, the
@@ -55,21 +55,102 @@ def eval_queue(hardware: str) -> str:
     return f"eval.{hardware}"
 
 
+@dataclass(frozen=True)
+class OperatorFiles:
+    """An operator's public files as a spec carries them (their text), and, in a job spec,
+    the release's hidden shapes of it (`hidden_shapes_json`; None in an ncu spec, which has
+    no such key)."""
+
+    name: str
+    reference_py: str
+    input_py: str
+    shapes_json: str
+    hidden_shapes_json: str | None = None
+
+    def public_files(self) -> dict[str, str]:
+        """File name -> text: what the worker writes into the operator's folder."""
+        return {"reference.py": self.reference_py, "input.py": self.input_py,
+                "shapes.json": self.shapes_json}
+
+    def to_wire(self) -> dict[str, str]:
+        wire = {"name": self.name, "reference_py": self.reference_py, "input_py": self.input_py,
+                "shapes_json": self.shapes_json}
+        if self.hidden_shapes_json is not None:
+            wire["hidden_shapes_json"] = self.hidden_shapes_json
+        return wire
+
+    @classmethod
+    def from_wire(cls, raw: Mapping[str, Any], *, hidden: bool = False) -> OperatorFiles:
+        return cls(name=raw["name"], reference_py=raw["reference_py"], input_py=raw["input_py"],
+                   shapes_json=raw["shapes_json"],
+                   hidden_shapes_json=(raw.get("hidden_shapes_json") or "") if hidden else None)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One evaluation job as the web tier sends it to `eval.<hardware>` (module docstring:
+    what it holds and what it never does). On the wire a dict (`to_wire`); the worker reads
+    it back with `from_wire` once it has checked the version."""
+
+    job_id: int
+    attempt: int
+    hardware: str
+    operator: OperatorFiles
+    candidate_source: str
+    atol: float
+    rtol: float
+    dsl: str
+    dsl_ratio_threshold: float
+    seed: int
+    heartbeat_s: float = 0
+    hidden_budget_s: float = 0
+    hidden_quantum_s: float = 0
+    hidden_budget_per_public: float = 0
+    version: int = SPEC_VERSION
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "version": self.version, "job_id": self.job_id, "attempt": self.attempt,
+            "hardware": self.hardware, "operator": self.operator.to_wire(),
+            "candidate_source": self.candidate_source,
+            "tolerance": {"atol": self.atol, "rtol": self.rtol},
+            "dsl": self.dsl, "dsl_ratio_threshold": self.dsl_ratio_threshold, "seed": self.seed,
+            "heartbeat_s": self.heartbeat_s, "hidden_budget_s": self.hidden_budget_s,
+            "hidden_quantum_s": self.hidden_quantum_s,
+            "hidden_budget_per_public": self.hidden_budget_per_public,
+        }
+
+    @classmethod
+    def from_wire(cls, raw: Mapping[str, Any]) -> JobSpec:
+        """The spec a worker took (KeyError where a field every version has is missing;
+        the budgets, which older specs lack, read as 0)."""
+        return cls(job_id=raw["job_id"], attempt=raw["attempt"], hardware=raw.get("hardware", ""),
+                   operator=OperatorFiles.from_wire(raw["operator"], hidden=True),
+                   candidate_source=raw["candidate_source"], atol=raw["tolerance"]["atol"],
+                   rtol=raw["tolerance"]["rtol"], dsl=raw["dsl"],
+                   dsl_ratio_threshold=raw["dsl_ratio_threshold"], seed=raw["seed"],
+                   heartbeat_s=float(raw.get("heartbeat_s") or 0),
+                   hidden_budget_s=float(raw.get("hidden_budget_s") or 0),
+                   hidden_quantum_s=float(raw.get("hidden_quantum_s") or 0),
+                   hidden_budget_per_public=float(raw.get("hidden_budget_per_public") or 0),
+                   version=raw["version"])
+
+
 def job_spec(*, job_id: int, attempt: int, operator: str, reference_py: str, input_py: str,
              shapes_json: str, candidate_source: str, atol: float, rtol: float, dsl: str,
              dsl_ratio_threshold: float, hardware: str, seed: int,
              heartbeat_s: float = 0, hidden_shapes_json: str = "",
              hidden_budget_s: float = 0, hidden_quantum_s: float = 0,
              hidden_budget_per_public: float = 0) -> dict[str, Any]:
-    return {
-        "version": SPEC_VERSION, "job_id": job_id, "attempt": attempt, "hardware": hardware,
-        "operator": {"name": operator, "reference_py": reference_py, "input_py": input_py,
-                     "shapes_json": shapes_json, "hidden_shapes_json": hidden_shapes_json},
-        "candidate_source": candidate_source, "tolerance": {"atol": atol, "rtol": rtol},
-        "dsl": dsl, "dsl_ratio_threshold": dsl_ratio_threshold, "seed": seed,
-        "heartbeat_s": heartbeat_s, "hidden_budget_s": hidden_budget_s,
-        "hidden_quantum_s": hidden_quantum_s, "hidden_budget_per_public": hidden_budget_per_public,
-    }
+    """A job spec as it goes on the wire (JobSpec.to_wire)."""
+    return JobSpec(
+        job_id=job_id, attempt=attempt, hardware=hardware,
+        operator=OperatorFiles(name=operator, reference_py=reference_py, input_py=input_py,
+                               shapes_json=shapes_json, hidden_shapes_json=hidden_shapes_json),
+        candidate_source=candidate_source, atol=atol, rtol=rtol, dsl=dsl,
+        dsl_ratio_threshold=dsl_ratio_threshold, seed=seed, heartbeat_s=heartbeat_s,
+        hidden_budget_s=hidden_budget_s, hidden_quantum_s=hidden_quantum_s,
+        hidden_budget_per_public=hidden_budget_per_public).to_wire()
 
 
 def hidden_budget(minimum_s: float, hidden_count: int, per_public: float,
@@ -99,16 +180,44 @@ def release_delay(elapsed_s: float, budget_s: float, quantum_s: float) -> float:
     return budget_s + math.ceil((elapsed_s - budget_s) / quantum_s) * quantum_s
 
 
+@dataclass(frozen=True)
+class NcuSpec:
+    """A team's ncu profile of one public shape of its candidate (evaluation/harness/
+    ncu/sandbox.py): the operator's public files, the candidate, the shape, the HBM peak its
+    DRAM throughput is read against. No tolerance, no seed: nothing is compared or scored."""
+
+    profile_id: int
+    shape_id: str
+    operator: OperatorFiles
+    candidate_source: str
+    dsl: str
+    hbm_bytes_per_s: float
+    version: int = SPEC_VERSION
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"version": self.version, "profile_id": self.profile_id,
+                "shape_id": self.shape_id, "operator": self.operator.to_wire(),
+                "candidate_source": self.candidate_source, "dsl": self.dsl,
+                "hbm_bytes_per_s": self.hbm_bytes_per_s}
+
+    @classmethod
+    def from_wire(cls, raw: Mapping[str, Any]) -> NcuSpec:
+        """The spec a worker took (KeyError where a field is missing)."""
+        return cls(profile_id=raw["profile_id"], shape_id=str(raw.get("shape_id")),
+                   operator=OperatorFiles.from_wire(raw["operator"]),
+                   candidate_source=raw["candidate_source"], dsl=str(raw["dsl"]),
+                   hbm_bytes_per_s=float(raw["hbm_bytes_per_s"]), version=raw["version"])
+
+
 def ncu_profile_spec(*, profile_id: int, operator: str, reference_py: str, input_py: str,
                      shapes_json: str, shape_id: str, candidate_source: str, dsl: str,
                      hbm_bytes_per_s: float) -> dict[str, Any]:
-    """A team's ncu profile of one public shape of its candidate (evaluation/harness/
-    ncu_sandbox.py): the operator's public files, the candidate, the shape, the HBM peak its
-    DRAM throughput is read against. No tolerance, no seed: nothing is compared or scored."""
-    return {"version": SPEC_VERSION, "profile_id": profile_id, "shape_id": shape_id,
-            "operator": {"name": operator, "reference_py": reference_py, "input_py": input_py,
-                         "shapes_json": shapes_json},
-            "candidate_source": candidate_source, "dsl": dsl, "hbm_bytes_per_s": hbm_bytes_per_s}
+    """An ncu spec as it goes on the wire (NcuSpec.to_wire)."""
+    return NcuSpec(profile_id=profile_id, shape_id=shape_id,
+                   operator=OperatorFiles(name=operator, reference_py=reference_py,
+                                          input_py=input_py, shapes_json=shapes_json),
+                   candidate_source=candidate_source, dsl=dsl,
+                   hbm_bytes_per_s=hbm_bytes_per_s).to_wire()
 
 
 def stop_message(*, job_id: int, up_to_attempt: int, run: str = "") -> dict[str, Any]:

@@ -1,4 +1,8 @@
-"""The Celery app. Web-side tasks and the GPU task share it; queues keep them apart."""
+"""The web tier's Celery app, configured from Django's settings (CELERY_*): the portal's own
+tasks (reports stored, rescores, webhooks, the sweep on beat) run on it, and it sends job
+and ncu specs to the GPU workers by task name (`send_task`). A GPU worker runs its own app
+without Django (evaluation/worker/app.py); the two share the broker and evaluation/protocol.py,
+nothing else."""
 
 import os
 

@@ -250,7 +250,7 @@ class NcuProfile(models.Model):
                                   related_name="ncu_profiles")
     shape = models.ForeignKey(Shape, on_delete=models.PROTECT)  # a public shape, never hidden
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    # evaluation.harness.ncu_sandbox.NcuProfile as JSON: kernels, clocks, error, seconds
+    # evaluation.harness.ncu.sandbox.NcuProfile as JSON: kernels, clocks, error, seconds
     result = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     worker = models.CharField(max_length=200, blank=True)

@@ -1,5 +1,5 @@
 """A team's ncu profile of one public shape of its own submission: requested here, run by a
-GPU worker with the candidate in its sandbox (evaluation/harness/ncu_sandbox.py), stored when
+GPU worker with the candidate in its sandbox (evaluation/harness/ncu/sandbox.py), stored when
 its result comes back on the results queue.
 
 Its own small daily quota (ATREX_NCU_PROFILES_PER_DAY). Only public shapes a job of the

@@ -16,8 +16,8 @@ from leaderboard.services import rescore_submission
 from portal.accounts.models import Team
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
 from submissions.services import submission_create
-from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory
+from tests.paths import SAMPLE_CANDIDATES
 
 SHAPES = 3  # results per operator of a scored_kernels submission: the first scored-tier shapes
 KERNEL = "import triton\n\nclass Model:\n    def forward(self, x):\n        return x * {factor}\n"

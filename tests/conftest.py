@@ -9,9 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-FIXTURE_RELEASE = REPO / "evaluation" / "releases" / "atrex-fixture"
-SAMPLE_CANDIDATES = REPO / "evaluation" / "sample_candidates"
+from tests.paths import FIXTURE_RELEASE
 
 if TYPE_CHECKING:
     from evaluation.catalog.models import Release
@@ -26,7 +24,7 @@ def fixture_release_path() -> Path:
 @pytest.fixture
 def release(db: None) -> Release:
     """The fixture release, imported."""
-    from tests.world import import_fixture_release  # it imports this module's paths
+    from tests.world import import_fixture_release
 
     return import_fixture_release()
 

@@ -17,7 +17,7 @@ from evaluation.catalog.models import Release
 from evaluation.release_tools.make_fixture_roofline import write_release_rooflines
 from submissions.jobs import record_event
 from submissions.models import EvaluationJob
-from tests.conftest import FIXTURE_RELEASE
+from tests.paths import FIXTURE_RELEASE
 
 HIDDEN_DEV = "dev-unseen-t5-h328"
 HIDDEN_SCORED = "llama8b-unseen-prefill-t640-h4096"

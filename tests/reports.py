@@ -13,7 +13,7 @@ from portal.accounts.models import Team
 from submissions.jobs import record_event
 from submissions.models import EvaluationJob, Submission
 from submissions.services import submission_create
-from tests.conftest import SAMPLE_CANDIDATES
+from tests.paths import SAMPLE_CANDIDATES
 from tests.world import import_fixture_release
 
 DEV_SHAPES = ("dev-t4-h256", "dev-t3-h200")  # rms_norm's dev tier, in shape order

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.paths import REPO
 
 SCRIPT = REPO / "scripts" / "install-browser"
 # Installs "chromium" by creating the browser file the test names; logs each call.

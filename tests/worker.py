@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db import connection
 
 from evaluation.protocol import worker_queues
-from tests.conftest import REPO
+from tests.paths import REPO
 
 
 def _database_url() -> str:

@@ -15,8 +15,8 @@ from django.test import Client
 from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, Release
 from portal.accounts.models import Team
-from tests.conftest import FIXTURE_RELEASE
 from tests.factories import TeamFactory, UserFactory, member_of
+from tests.paths import FIXTURE_RELEASE
 
 
 def import_fixture_release() -> Release:

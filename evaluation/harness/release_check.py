@@ -311,7 +311,7 @@ def check_on_device(root: Path, device: torch.device, operators: Sequence[str] |
     time: its inputs' size, the peak memory of drawing them and one reference call, and
     whether it runs at all. A shape whose reference runs out of memory here cannot be
     evaluated here, whatever the candidate does."""
-    from .device_memory import configure_cuda_allocator, is_out_of_memory, release_cached_memory
+    from .isolation.device_memory import configure_cuda_allocator, is_out_of_memory, release_cached_memory
     from .operator_files import import_file
 
     release = load_release(root)

@@ -107,7 +107,7 @@ class EvaluationResult:
     child_start_seconds: list[float] = field(default_factory=list)
     hardware: str | None = None  # the profile the roofline was computed for, if any
     # "full", or "reference": the candidate was the operator's reference.py unchanged, checked
-    # once and not observed for fallback (evaluate.EvaluationSettings.reference_trials)
+    # once and not observed for fallback (request.EvaluationSettings.reference_trials)
     checks: str = "full"
     schema: str = SCHEMA_VERSION
     evaluator_version: str = EVALUATOR_VERSION

@@ -23,7 +23,7 @@ unmeasured calls on a CPU), in this order (`TimedCallFlow.before`):
    says so (`fresh_inputs: false`).
 
 On a GPU the device's own records then say whether anything but this ran between two
-samples (timing.check_gaps).
+samples (timing_records.check_gaps).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Any, Protocol
 import torch
 
 Inputs = dict[str, Any]
-# The child's question to the parent and the parent's answer (child.ChildRuntime._ask)
+# The child's question to the parent and the parent's answer (child_timing.TimingRequests._ask)
 Ask = Callable[[dict[str, Any]], Mapping[str, Any]]
 INPUT_SAMPLE_ELEMENTS = 64  # elements of each input the parent compares with its own draw
 
@@ -152,7 +152,7 @@ def rehearse_gap(draw: Callable[[int], Inputs], seed: int) -> Callable[[Callable
             for name, tensor in buffers.items():
                 tensor.copy_(source[name])
         divide()
-        for name, tensor in source.items():  # a checked call's save (child._save_call)
+        for name, tensor in source.items():  # a checked call's save (child_core._save_call)
             bitwise_equal(tensor, buffers[name])
         input_sample(source)
     return run
@@ -354,7 +354,7 @@ class TimedCallFlow:
 
 
 class CallPlan:
-    """The parent's side of the timed calls (evaluate._TimedCallJudge): the seed of each
+    """The parent's side of the timed calls (stages/performance._TimedCallJudge): the seed of each
     call's contents and whether each call is checked, drawn from `draw` (63-bit values from
     the trusted side's seed source) after the call before returned.
 

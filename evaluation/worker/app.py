@@ -29,8 +29,8 @@ from celery import Celery
 from celery.signals import worker_init, worker_ready, worker_shutdown
 from kombu.exceptions import KombuError
 
-from evaluation.harness.sandbox import SandboxSettings, planned_isolation, workdir_base
-from evaluation.harness.workarea import sweep_stale_areas
+from evaluation.harness.isolation.sandbox import SandboxSettings, planned_isolation, workdir_base
+from evaluation.harness.isolation.workarea import sweep_stale_areas
 from evaluation.protocol import (
     ANNOUNCE_EVERY_S,
     FILESYSTEM_BROKER,

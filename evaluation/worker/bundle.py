@@ -24,6 +24,9 @@ SOURCE = Path(__file__).resolve().parents[2]
 PACKAGES = {  # folder -> the files of it that travel
     "evaluation": ("__init__.py", "protocol.py", "broker.py"),
     "evaluation/harness": ("*.py", "result_schema.json"),
+    "evaluation/harness/isolation": ("*.py",),
+    "evaluation/harness/ncu": ("*.py",),
+    "evaluation/harness/stages": ("*.py",),
     "evaluation/worker": ("*.py",),
 }
 RUN_WORKER = """#!/bin/sh

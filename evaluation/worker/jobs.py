@@ -1,4 +1,5 @@
-"""How a GPU worker runs one job spec (evaluation/protocol.py says what a spec holds).
+"""How a GPU worker runs one job spec (evaluation/protocol.py says what a spec holds: a
+`JobSpec`, read here once its version is checked; an `NcuSpec` for an ncu profile).
 
 The worker needs the broker and nothing else: no database, no hidden files. It reports
 through `publish`: progress after every shape, then the raw result, or a failure (the
@@ -42,7 +43,10 @@ from evaluation.harness.evaluate import (
     evaluate,
     evaluation_mode,
 )
+from evaluation.harness.isolation.child_process import WarmChildren
+from evaluation.harness.isolation.sandbox import HarnessError, SandboxSettings
 from evaluation.harness.release import (
+    PublicOperator,
     ReleaseError,
     ShapeSpec,
     Tolerance,
@@ -50,11 +54,13 @@ from evaluation.harness.release import (
     parse_shapes_document,
 )
 from evaluation.harness.results import EVALUATOR_VERSION, ShapeReport, json_safe
-from evaluation.harness.sandbox import HarnessError, SandboxSettings, WarmChildren
 from evaluation.protocol import (
     SPEC_VERSION,
     EventKind,
     Failed,
+    JobSpec,
+    NcuSpec,
+    OperatorFiles,
     Progress,
     Report,
     Result,
@@ -145,9 +151,9 @@ def new_run_id() -> str:
     return uuid.uuid4().hex
 
 
-def _hidden_shapes(spec: dict[str, Any]) -> tuple[ShapeSpec, ...]:
+def _hidden_shapes(spec: JobSpec) -> tuple[ShapeSpec, ...]:
     """The job's hidden shapes, parsed from the spec in memory (never written to disk)."""
-    text = spec["operator"].get("hidden_shapes_json") or ""
+    text = spec.operator.hidden_shapes_json or ""
     if not text:
         return ()
     try:
@@ -199,26 +205,32 @@ def hold_until_release(clock: HiddenTierClock, check_stop: CheckStop | None,
         (sleep or time.sleep)(min(left, 1.0))
 
 
+def public_operator(operator: OperatorFiles, folder: Path) -> PublicOperator:
+    """The spec's public files of the operator written into a folder of its own under
+    `folder` (a temporary one the run removes), and loaded from there."""
+    operator_dir = folder / operator.name
+    operator_dir.mkdir()
+    for name, text in operator.public_files().items():
+        (operator_dir / name).write_text(text, encoding="utf-8")
+    return load_public_operator(operator_dir, folder)
+
+
 def run_ncu_profile_spec(spec: dict[str, Any], settings: SandboxSettings) -> dict[str, Any]:
     """A team's ncu profile of one shape (protocol.ncu_profile_spec), run in the candidate's
-    sandbox (harness/ncu_sandbox.py); its result as JSON, with `error` where it gave none."""
-    from evaluation.harness.ncu_sandbox import NcuProfile, profile_shape
+    sandbox (harness/ncu/sandbox.py); its result as JSON, with `error` where it gave none."""
+    from evaluation.harness.ncu.sandbox import NcuProfile, profile_shape
 
     shape_id = str(spec.get("shape_id"))
     if spec.get("version") != SPEC_VERSION:
         return NcuProfile(shape_id=shape_id, error=f"spec version {spec.get('version')!r}: "
                           f"this worker runs version {SPEC_VERSION}").to_dict()
     try:
+        ncu = NcuSpec.from_wire(spec)
         with tempfile.TemporaryDirectory(prefix="atrex-ncu-") as folder:
-            operator_dir = Path(folder) / spec["operator"]["name"]
-            operator_dir.mkdir()
-            for name, key in (("reference.py", "reference_py"), ("input.py", "input_py"),
-                              ("shapes.json", "shapes_json")):
-                (operator_dir / name).write_text(spec["operator"][key], encoding="utf-8")
-            public = load_public_operator(operator_dir, Path(folder))
-            profile = profile_shape(public, spec["candidate_source"], public.shape(shape_id),
-                                    dsl=str(spec["dsl"]), settings=settings,
-                                    hbm_peak_bytes_per_s=float(spec["hbm_bytes_per_s"]))
+            public = public_operator(ncu.operator, Path(folder))
+            profile = profile_shape(public, ncu.candidate_source, public.shape(shape_id),
+                                    dsl=ncu.dsl, settings=settings,
+                                    hbm_peak_bytes_per_s=ncu.hbm_bytes_per_s)
     except (HarnessError, ReleaseError, OSError, KeyError) as exc:
         log.warning("ncu profile %s: %s", spec.get("profile_id"), exc)
         return NcuProfile(shape_id=shape_id, error=f"{type(exc).__name__}: {exc}").to_dict()
@@ -253,34 +265,34 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
         report(Failed(**ids, reason=f"job spec version {spec.get('version')!r}: this worker "
                       f"runs version {SPEC_VERSION}", infrastructure=True))
         return
+    try:
+        job_spec = JobSpec.from_wire(spec)
+    except (KeyError, TypeError) as exc:
+        report(Failed(**ids, reason=f"a malformed job spec: {type(exc).__name__}: {exc}",
+                      infrastructure=True))
+        return
     device = (settings.device if settings and settings.device else None) or worker_device()
-    cannot = unavailable_reason(str(spec.get("dsl")), device.split(":")[0])
+    cannot = unavailable_reason(job_spec.dsl, device.split(":")[0])
     if cannot is not None:
         # Not the candidate's fault and not a passing fault of this host: said for the job,
         # never a crash, never a verdict from an adapter that does not know the DSL.
         report(Failed(**ids, reason=cannot, infrastructure=False))
         return
-    if warm is not None and warm.dsl != spec["dsl"]:
+    if warm is not None and warm.dsl != job_spec.dsl:
         warm = None  # the worker's children are started for its usual DSL
-    hidden_clock = HiddenTierClock(float(spec.get("hidden_budget_s") or 0),
-                                   float(spec.get("hidden_quantum_s") or 0),
+    hidden_clock = HiddenTierClock(job_spec.hidden_budget_s, job_spec.hidden_quantum_s,
                                    hidden_count=len(json.loads(
-                                       spec["operator"].get("hidden_shapes_json") or "{}")),
-                                   per_public=float(spec.get("hidden_budget_per_public") or 0))
+                                       job_spec.operator.hidden_shapes_json or "{}")),
+                                   per_public=job_spec.hidden_budget_per_public)
     try:
         with tempfile.TemporaryDirectory(prefix="atrex-job-") as folder:
-            operator_dir = Path(folder) / spec["operator"]["name"]
-            operator_dir.mkdir()
-            for name, key in (("reference.py", "reference_py"), ("input.py", "input_py"),
-                              ("shapes.json", "shapes_json")):
-                (operator_dir / name).write_text(spec["operator"][key], encoding="utf-8")
-            public = load_public_operator(operator_dir, Path(folder))
-            hidden = _hidden_shapes(spec)
+            public = public_operator(job_spec.operator, Path(folder))
+            hidden = _hidden_shapes(job_spec)
             public_count = len(public.shapes)
             job = EvaluationRequest(
-                operator=public, candidate_source=spec["candidate_source"],
-                tolerance=Tolerance(**spec["tolerance"]), dsl=spec["dsl"],
-                dsl_ratio_threshold=spec["dsl_ratio_threshold"], seed=spec["seed"],
+                operator=public, candidate_source=job_spec.candidate_source,
+                tolerance=Tolerance(atol=job_spec.atol, rtol=job_spec.rtol), dsl=job_spec.dsl,
+                dsl_ratio_threshold=job_spec.dsl_ratio_threshold, seed=job_spec.seed,
                 hidden_shapes=hidden)
             # The mode up front, so the portal can mark an interpreter run from its first shape.
             report(Started(**ids, shapes_total=public_count + len(hidden),
@@ -308,7 +320,8 @@ def run_job_spec(spec: dict[str, Any], publish: Publish,
         # A fault of the evaluator itself (the candidate's faults end as shape results):
         # reported at once, so the job fails visibly instead of staying "running" until
         # the sweeper finds it silent and runs it again, into the same fault.
-        log.exception("job %s attempt %s: the evaluator failed", spec["job_id"], spec["attempt"])
+        log.exception("job %s attempt %s: the evaluator failed", job_spec.job_id,
+                      job_spec.attempt)
         report(Failed(**ids, reason=f"the evaluator failed: {type(exc).__name__}: "
                                     f"{str(exc)[:1000]}", infrastructure=True))
         hold_until_release(hidden_clock, check_stop)

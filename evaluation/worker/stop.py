@@ -27,7 +27,7 @@ from celery import Celery
 from kombu.entity import Queue
 from kombu.message import Message
 
-from evaluation.harness.sandbox import kill_bound_children
+from evaluation.harness.isolation.child_process import kill_bound_children
 from evaluation.protocol import STOP_EXCHANGE, applies_to
 
 log = logging.getLogger(__name__)

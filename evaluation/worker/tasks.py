@@ -11,7 +11,7 @@ from typing import Any
 
 from celery import Task
 
-from evaluation.harness.sandbox import SandboxSettings
+from evaluation.harness.isolation.sandbox import SandboxSettings
 from evaluation.protocol import (
     EVALUATE_TASK,
     NCU_PROFILE_TASK,

@@ -53,8 +53,7 @@ def signup(*, username: str, password: str, team_name: str = "",
            invite_code: str = "") -> SignedUp:
     mode = signup_mode()
     username, team_name, invite_code = username.strip(), team_name.strip(), invite_code.strip()
-    if not username or len(username) > 150 or not all(c.isalnum() or c in "@.+-_"
-                                                     for c in username):
+    if not _valid_username(username):
         raise SignupRefused("username: 1 to 150 letters, digits and @.+-_")
     if bool(team_name) == bool(invite_code):
         raise SignupRefused("give either a new team's name or a team's invite code")
@@ -100,6 +99,16 @@ def signup(*, username: str, password: str, team_name: str = "",
                      "mode": mode, "active": active, "invite": invite.pk if invite else None})
     return SignedUp(user=user, team=team, team_name=team.name if team else team_name,
                     active=active, created_team=invite is None)
+
+
+def _valid_username(username: str) -> bool:
+    """Not empty, and within the User model's own rules (Django's UnicodeUsernameValidator
+    and its max_length of 150)."""
+    try:
+        User._meta.get_field("username").run_validators(username)
+    except ValidationError:
+        return False
+    return bool(username)
 
 
 def check_team_name_free(name: str, *, exclude: Team | None = None) -> None:

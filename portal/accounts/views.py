@@ -8,14 +8,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from portal.accounts.signup import SignupRefused, signup, signup_mode
+from portal.accounts.signup import MAX_TEAM_NAME, SignupRefused, signup, signup_mode
 from portal.forms import first_error
 
 
 class SignupForm(forms.Form):
     username = forms.CharField(max_length=150)
     password = forms.CharField(widget=forms.PasswordInput, max_length=200)
-    team_name = forms.CharField(max_length=100, required=False)
+    team_name = forms.CharField(max_length=MAX_TEAM_NAME, required=False)
     invite_code = forms.CharField(max_length=40, required=False)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from evaluation.harness.sandbox import SandboxSettings
+from evaluation.harness.isolation.sandbox import SandboxSettings
 from tests.evaluation.helpers import TEST_SETTINGS
 
 # Small scratch mounts keep the fill case quick; every other case fits in them many times.

@@ -21,17 +21,13 @@ from pathlib import Path
 
 import pytest
 
+from evaluation.harness.isolation.child_process import WarmChildren
+from evaluation.harness.isolation.sandbox import SandboxSettings, planned_isolation, workdir_base
+from evaluation.harness.isolation.workarea import AREA_PREFIX, WorkArea, work_area
 from evaluation.harness.release import load_release
-from evaluation.harness.sandbox import (
-    SandboxSettings,
-    WarmChildren,
-    planned_isolation,
-    workdir_base,
-)
-from evaluation.harness.workarea import AREA_PREFIX, WorkArea, work_area
 from tests.adversarial.cases import HOST_CASES
-from tests.conftest import FIXTURE_RELEASE, REPO
 from tests.evaluation.helpers import TEST_SETTINGS, run_candidate, sample_source
+from tests.paths import FIXTURE_RELEASE, REPO
 from tests.worker import descendants, running
 
 CANDIDATES = Path(__file__).parent / "candidates"
@@ -114,7 +110,7 @@ def test_links_planted_for_the_next_candidate_reach_nothing(tmp_path: Path) -> N
 def test_the_parent_never_writes_through_a_link_in_a_work_folder(tmp_path: Path) -> None:
     """Even if a link got there, root would not follow it: files are created O_EXCL |
     O_NOFOLLOW relative to the folder's descriptor."""
-    from evaluation.harness.sandbox import ChildProcess
+    from evaluation.harness.isolation.child_process import ChildProcess
 
     target = tmp_path / "root-only"
     target.write_text("ROOT-ONLY")
@@ -168,7 +164,7 @@ import sys
 from pathlib import Path
 from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
 from evaluation.harness.release import load_release
-from evaluation.harness.sandbox import SandboxSettings
+from evaluation.harness.isolation.sandbox import SandboxSettings
 
 release = load_release(Path(sys.argv[1]))
 op = release.operator("rms_norm")
@@ -255,7 +251,7 @@ def test_every_host_case_has_its_candidate_file() -> None:
 def test_a_python_install_under_tmp_is_bound_over_the_private_tmp(tmp_path: Path) -> None:
     """A checkout cloned under /tmp keeps its .venv there: the child's empty /tmp must be
     mounted first and the install bound on top of it, or the child cannot start (exit 127)."""
-    from evaluation.harness.jail import mount_plan
+    from evaluation.harness.isolation.jail import mount_plan
 
     venv = tmp_path / "checkout" / ".venv"
     venv.mkdir(parents=True)

@@ -20,7 +20,7 @@ import pytest
 from django.db import connections
 from playwright.sync_api import Page, sync_playwright
 
-from tests.conftest import REPO
+from tests.paths import REPO
 
 SCREENSHOTS = REPO / "docs" / "screenshots"
 # Headless, and nothing that talks to the network on its own (these machines have none).

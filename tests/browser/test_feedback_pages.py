@@ -13,8 +13,8 @@ from playwright.sync_api import Page, expect
 from leaderboard.services import weight_set_from_release
 from submissions.models import Submission
 from tests.browser.conftest import VIEWPORT, screenshot, sign_in
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
+from tests.paths import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.reports import GEMM_SHAPE, RMS_SHAPE, gpu_shape, gpu_submission, native
 from tests.world import import_fixture_release
 

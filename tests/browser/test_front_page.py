@@ -22,7 +22,7 @@ from evaluation.catalog.models import EvaluationWorker, Release
 from leaderboard.services import weight_set_from_release
 from submissions.models import Submission
 from tests.browser.conftest import canvas_painted_pixels, screenshot
-from tests.conftest import REPO, SAMPLE_CANDIDATES
+from tests.paths import REPO, SAMPLE_CANDIDATES
 from tests.worker import pipeline_workers
 from tests.world import import_fixture_release
 

@@ -10,8 +10,8 @@ from evaluation.catalog.models import HardwareProfile, Release
 from leaderboard.services import weight_set_from_release
 from submissions.services import submission_create
 from tests.browser.conftest import sign_in
-from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, UserFactory, member_of
+from tests.paths import SAMPLE_CANDIDATES
 from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db(transaction=True)

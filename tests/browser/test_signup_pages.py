@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 from portal.accounts.models import Team
 from submissions.models import Submission
 from tests.browser.conftest import screenshot
-from tests.conftest import SAMPLE_CANDIDATES
+from tests.paths import SAMPLE_CANDIDATES
 from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db(transaction=True)

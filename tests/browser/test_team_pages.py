@@ -20,8 +20,8 @@ from tests.browser.conftest import (
     screenshot,
     sign_in,
 )
-from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
+from tests.paths import SAMPLE_CANDIDATES
 from tests.worker import pipeline_workers
 from tests.world import import_fixture_release
 

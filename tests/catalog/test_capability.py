@@ -22,7 +22,7 @@ from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import EvaluationWorker, Release
 from evaluation.protocol import Announcement, decode_announcement
 from submissions.models import Submission
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.paths import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.worker import pipeline_workers
 from tests.world import World, signed_in
 

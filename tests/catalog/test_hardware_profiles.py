@@ -22,8 +22,8 @@ from portal.audit.models import AuditEntry
 from submissions.jobs import record_event
 from submissions.models import EvaluationJob, ShapeResult, Submission
 from submissions.services import shape_result_review, submission_create
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, UserFactory
+from tests.paths import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ import re
 import pytest
 from django.test import Client
 
-from tests.conftest import REPO
 from tests.factories import TeamFactory, member_of
+from tests.paths import REPO
 from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from django.test import Client
 from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import Release
 from leaderboard.services import weight_set_from_release
-from tests.conftest import FIXTURE_RELEASE
+from tests.paths import FIXTURE_RELEASE
 from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ from django.core.management.base import CommandError
 from evaluation.catalog.models import HardwareProfile, Operator, Release, Shape
 from evaluation.harness.release import DEFAULT_ATOL, DEFAULT_RTOL
 from leaderboard.models import WeightSet
-from tests.conftest import FIXTURE_RELEASE
+from tests.paths import FIXTURE_RELEASE
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from django.core.management.base import CommandError
 from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, Operator, OperatorHidden, Release, Shape
 from evaluation.harness.release import ReleaseError
-from tests.conftest import FIXTURE_RELEASE
 from tests.hidden_tier import hidden_tier_release
+from tests.paths import FIXTURE_RELEASE
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from typing import Any
 
-from tests.conftest import REPO, SAMPLE_CANDIDATES
+from tests.paths import REPO, SAMPLE_CANDIDATES
 
 NATIVE = SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py"
 

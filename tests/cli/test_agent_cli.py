@@ -17,7 +17,7 @@ from leaderboard.services import weight_set_from_release
 from portal.accounts.models import TokenScope, token_create
 from submissions.models import Submission
 from tests.cli.helpers import NATIVE, atrex
-from tests.conftest import REPO, SAMPLE_CANDIDATES
+from tests.paths import REPO, SAMPLE_CANDIDATES
 from tests.worker import pipeline_workers
 from tests.world import World
 

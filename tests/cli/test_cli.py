@@ -18,7 +18,7 @@ from leaderboard.services import weight_set_from_release
 from portal.accounts.models import Team, token_create
 from submissions.models import Submission
 from tests.cli.helpers import NATIVE, atrex
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.paths import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.worker import celery_worker
 from tests.world import World
 

@@ -27,7 +27,7 @@ from portal.accounts.models import TokenScope, token_create
 from portal.audit.models import AuditEntry
 from submissions.models import Submission
 from tests.cli.helpers import NATIVE
-from tests.conftest import REPO
+from tests.paths import REPO
 from tests.worker import pipeline_workers
 from tests.world import World
 

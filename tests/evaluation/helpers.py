@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluation.harness.evaluate import EvaluationRequest, EvaluationSettings, evaluate
+from evaluation.harness.isolation.child_process import WarmChildren
 from evaluation.harness.release import load_release
 from evaluation.harness.results import EvaluationResult
-from evaluation.harness.sandbox import WarmChildren
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.paths import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 
 # Short timeouts: the dev shapes run in well under a second in the interpreter.
 TEST_SETTINGS = EvaluationSettings(compile_timeout_s=60.0, call_timeout_s=60.0, device="cpu")

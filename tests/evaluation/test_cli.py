@@ -12,9 +12,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from evaluation.harness.isolation.sandbox import SandboxSettings, planned_isolation
 from evaluation.harness.results import SCHEMA_PATH
-from evaluation.harness.sandbox import SandboxSettings, planned_isolation
-from tests.conftest import FIXTURE_RELEASE, REPO, SAMPLE_CANDIDATES
+from tests.paths import FIXTURE_RELEASE, REPO, SAMPLE_CANDIDATES
 
 
 def evaluate(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

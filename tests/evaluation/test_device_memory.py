@@ -16,8 +16,8 @@ from evaluation.harness.release_check import (
     ShapeOnDevice,
     device_findings,
 )
-from tests.conftest import FIXTURE_RELEASE
 from tests.evaluation.helpers import TEST_SETTINGS, sample_source
+from tests.paths import FIXTURE_RELEASE
 
 GIB = 1024**3
 
@@ -70,16 +70,16 @@ def test_running_out_of_memory_while_comparing_fails_that_shape_and_the_next_run
     # as on the H200: the trusted side compared a 6.3 G-element output and ran out of memory
     import torch
 
-    from evaluation.harness import evaluate as evaluate_mod
+    from evaluation.harness.stages import shape as shape_mod
 
-    compare = evaluate_mod.compare_outputs
+    compare = shape_mod.compare_outputs
 
     def compare_or_run_out(candidate, reference, atol, rtol):  # type: ignore[no-untyped-def]
         if next(iter(reference.values())).shape[-1] > 200:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 5.89 GiB")
         return compare(candidate, reference, atol, rtol)
 
-    monkeypatch.setattr(evaluate_mod, "compare_outputs", compare_or_run_out)
+    monkeypatch.setattr(shape_mod, "compare_outputs", compare_or_run_out)
     release = load_release(FIXTURE_RELEASE)
     op = release.operator("rms_norm")
     job = EvaluationRequest(operator=op.public, candidate_source=sample_source("rms_norm", "triton_native"),
@@ -131,7 +131,7 @@ def test_trials_of_a_large_shape_are_judged_after_the_child_ran_them_all(
     from unittest import mock
 
     from evaluation.harness import evaluate as evaluate_mod
-    from evaluation.harness.sandbox import ChildProcess
+    from evaluation.harness.isolation.child_process import ChildProcess
     from tests.evaluation.helpers import run_candidate
 
     inside: list[tuple[str, bool]] = []  # per judged call: the request then, whether inside it

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from evaluation.harness import jail
 from evaluation.harness.adoption import (
     FALLBACK_OTHER_DSL,
     MIXED,
@@ -34,6 +33,7 @@ from evaluation.harness.dsl import (
     triton_dialect,
     unavailable_reason,
 )
+from evaluation.harness.isolation import jail
 
 OWN_FILE = "/atrex/work/candidate.py"
 

@@ -9,12 +9,14 @@ import jsonschema
 import pytest
 import torch
 
-from evaluation.harness.evaluate import EvaluationRequest, _ShapeRun, _TimedCallJudge, _TrustedSide
+from evaluation.harness.evaluate import EvaluationRequest, _ShapeRun
+from evaluation.harness.isolation.sandbox import CandidateError
 from evaluation.harness.release import load_release
 from evaluation.harness.results import SCHEMA_PATH, EvaluationResult
-from evaluation.harness.sandbox import CandidateError
-from tests.conftest import FIXTURE_RELEASE
+from evaluation.harness.stages.performance import _TimedCallJudge
+from evaluation.harness.stages.shape import _TrustedSide
 from tests.evaluation.helpers import TEST_SETTINGS, dev_shapes, run_candidate, sample_source
+from tests.paths import FIXTURE_RELEASE
 
 # The honest kernel, wrong from its seventh call on (five trials and the adoption call come
 # first): the same kernels, so only the checks of the timed calls can see it.
@@ -140,8 +142,8 @@ def test_no_failure_message_names_the_tolerance() -> None:
 
     from evaluation.harness.evaluate import EvaluationRequest, evaluate
     from evaluation.harness.release import Tolerance, load_release
-    from tests.conftest import FIXTURE_RELEASE
     from tests.evaluation.helpers import TEST_SETTINGS, dev_shapes
+    from tests.paths import FIXTURE_RELEASE
 
     cheats = Path(__file__).parents[1] / "adversarial" / "candidates"
     release = load_release(FIXTURE_RELEASE)

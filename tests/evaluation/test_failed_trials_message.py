@@ -4,7 +4,7 @@ with the largest error, and says when a passing trial's error was larger still."
 from __future__ import annotations
 
 from evaluation.harness.compare import Comparison
-from evaluation.harness.evaluate import failed_trials_message
+from evaluation.harness.stages.correctness import failed_trials_message
 
 
 def trial(abs_err: float, passed: bool) -> Comparison:

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("triton")
 
-from evaluation.harness.timing import (  # noqa: E402
+from evaluation.harness.timing_records import (
     END_MARKER,
     RETURNED_MARKER,
     GapAllowance,

@@ -16,7 +16,7 @@ from evaluation.harness.graph_capture import (  # noqa: E402
     POISON_BYTE,
     graph_mismatch,
 )
-from evaluation.harness.timing import pinned_thread  # noqa: E402
+from evaluation.harness.timing_host import pinned_thread
 
 
 def poisoned_like(tensor: torch.Tensor) -> torch.Tensor:

@@ -12,7 +12,6 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from evaluation.harness import jail
 from evaluation.harness.adoption import (
     LIBRARY,
     LIBRARY_VERDICT,
@@ -22,6 +21,7 @@ from evaluation.harness.adoption import (
     adoption_report,
 )
 from evaluation.harness.dsl import LaunchRecorder, launch_names
+from evaluation.harness.isolation import jail
 from evaluation.harness.libraries import LibraryIndex, declared_libraries
 from evaluation.harness.results import SCHEMA_PATH
 from tests.evaluation.helpers import run_candidate

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.harness import jail, ncu_profile, ncu_sandbox
-from evaluation.harness.ncu_profile import ReportUnreadable, clocks_seen, parse_report
-from evaluation.harness.ncu_sandbox import _ProfiledChild, profile_shape
+from evaluation.harness.isolation import jail
+from evaluation.harness.isolation.sandbox import SandboxSettings, planned_isolation
+from evaluation.harness.ncu import profile as ncu_profile
+from evaluation.harness.ncu import sandbox as ncu_sandbox
+from evaluation.harness.ncu.profile import ReportUnreadable, clocks_seen, parse_report
+from evaluation.harness.ncu.sandbox import _ProfiledChild, profile_shape
 from evaluation.harness.release import load_release
-from evaluation.harness.sandbox import SandboxSettings, planned_isolation
-from tests.conftest import FIXTURE_RELEASE as FIXTURE
+from tests.paths import FIXTURE_RELEASE as FIXTURE
 
 RECORDED = Path(__file__).parent / "data" / "ncu"
 HBM_PEAK = 4.8e12  # evaluation/hardware/H200.yaml
@@ -83,7 +85,7 @@ def test_the_command_leaves_the_clocks_alone_and_asks_only_for_known_metrics() -
 @pytest.mark.skipif(not planned_isolation(SandboxSettings(), ()).private_root,
                     reason="the sandbox's private root needs root and unshare")
 def test_a_profile_runs_ncu_inside_the_candidates_jail_after_every_wall(tmp_path: Path) -> None:
-    """The order that worked on the H200 (ncu_sandbox.py): root brings the namespace's loopback
+    """The order that worked on the H200 (ncu/sandbox.py): root brings the namespace's loopback
     up, setpriv drops to the sandbox uid, the syscall filter goes on, then ncu, writing its
     log where the parent reads it, then the target; the work folder holds the public files,
     the candidate and the one shape, nothing else."""

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from evaluation.harness.output_area import (
+from evaluation.harness.isolation.output_area import (
     AreaFull,
     AreaWriter,
     LayoutRefused,

@@ -14,7 +14,7 @@ from evaluation.harness.release import (
     load_release,
     project_hardware_profiles,
 )
-from tests.conftest import FIXTURE_RELEASE
+from tests.paths import FIXTURE_RELEASE
 
 OPERATORS = {"rms_norm", "fused_add_rms_norm", "silu_and_mul", "gemm_fp16",
              "topk_softmax_gating", "causal_attention"}

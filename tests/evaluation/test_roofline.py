@@ -17,7 +17,7 @@ from evaluation.harness.roofline import (
     roofline_point,
     sol_seconds,
 )
-from tests.conftest import FIXTURE_RELEASE
+from tests.paths import FIXTURE_RELEASE
 
 H200 = project_hardware_profiles()["H200"]
 

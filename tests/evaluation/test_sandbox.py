@@ -14,9 +14,10 @@ import textwrap
 import pytest
 
 from evaluation.harness.evaluate import EvaluationSettings
-from evaluation.harness.sandbox import WarmChildren, planned_isolation
-from tests.conftest import FIXTURE_RELEASE
+from evaluation.harness.isolation.child_process import WarmChildren
+from evaluation.harness.isolation.sandbox import planned_isolation
 from tests.evaluation.helpers import TEST_SETTINGS, run_candidate, sample_source
+from tests.paths import FIXTURE_RELEASE
 
 HONEST = sample_source("rms_norm", "triton_native")
 BAD_SHAPE, GOOD_SHAPE = "dev-t4-h256", "dev-t3-h200"
@@ -154,8 +155,9 @@ def test_warm_children_give_each_evaluation_a_fresh_process() -> None:
 
 
 def test_a_child_is_bound_to_one_candidate_only() -> None:
+    from evaluation.harness.isolation.child_process import ChildProcess
+    from evaluation.harness.isolation.sandbox import HarnessError
     from evaluation.harness.release import load_release
-    from evaluation.harness.sandbox import ChildProcess, HarnessError
 
     operator = load_release(FIXTURE_RELEASE).operator("rms_norm").public
     child = ChildProcess(device="cpu", dsl="triton", masked_paths=(),
@@ -197,8 +199,8 @@ raise RuntimeError("PEEK" + json.dumps(seen) + "PEEK")
                     reason="needs root for the sandbox's private root (CI and GPU hosts have it)")
 @pytest.mark.parametrize("neighbour_uid", [65533, 65534])  # its own slot uid, and ours
 def test_a_neighbours_work_folder_is_out_of_reach_whatever_its_uid(neighbour_uid: int) -> None:
+    from evaluation.harness.isolation.child_process import ChildProcess
     from evaluation.harness.release import load_release
-    from evaluation.harness.sandbox import ChildProcess
 
     operator = load_release(FIXTURE_RELEASE).operator("rms_norm").public
     other_slot = dataclasses.replace(TEST_SETTINGS.sandbox, child_uid=neighbour_uid,
@@ -238,7 +240,7 @@ def test_a_sandbox_uid_without_a_passwd_entry_gives_the_same_verdicts() -> None:
 
 
 def test_the_sandbox_uid_comes_from_the_workers_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from evaluation.harness.sandbox import SandboxSettings
+    from evaluation.harness.isolation.sandbox import SandboxSettings
 
     monkeypatch.setenv("ATREX_SANDBOX_UID", "61001")
     monkeypatch.setenv("ATREX_SANDBOX_GID", "61001")
@@ -254,8 +256,8 @@ def test_a_killed_child_is_gone_when_kill_returns() -> None:
     """unshare dies at once; the namespace's first process, holding the candidate's memory,
     takes a while to tear down. A worker that reports "cancelled" or starts the next child
     meanwhile would overlap them; kill() waits until every process of the child is gone."""
+    from evaluation.harness.isolation.child_process import ChildProcess
     from evaluation.harness.release import load_release
-    from evaluation.harness.sandbox import ChildProcess
     from tests.worker import descendants, running
 
     operator = load_release(FIXTURE_RELEASE).operator("rms_norm").public
@@ -278,7 +280,7 @@ def test_a_killed_child_is_gone_when_kill_returns() -> None:
 def test_a_child_that_failed_to_start_is_started_once_more(monkeypatch: pytest.MonkeyPatch) -> None:
     """A child started ahead can meet the GPU full (the previous candidate held all of it):
     its first request starts it again rather than failing the whole evaluation."""
-    from evaluation.harness.sandbox import ChildProcess
+    from evaluation.harness.isolation.child_process import ChildProcess
 
     real_argv = ChildProcess._argv
     calls: list[int] = []
@@ -303,8 +305,8 @@ def test_a_child_that_failed_to_start_is_started_once_more(monkeypatch: pytest.M
 def test_the_childs_limits_are_reported_with_every_result() -> None:
     from pathlib import Path
 
-    from evaluation.harness.limits import hierarchy
-    from evaluation.harness.sandbox import ChildProcess
+    from evaluation.harness.isolation.child_process import ChildProcess
+    from evaluation.harness.isolation.limits import hierarchy
 
     result = run_candidate("rms_norm", HONEST, [GOOD_SHAPE])
     limits = result.isolation["limits"]
@@ -330,7 +332,7 @@ def test_the_childs_limits_are_reported_with_every_result() -> None:
 
 
 def test_the_private_tmp_and_shm_are_size_capped() -> None:
-    from evaluation.harness import jail
+    from evaluation.harness.isolation import jail
 
     plan = jail.mount_plan(readonly=[], masks=[], gpu=False, tmpfs_bytes=64 * 2**20)
     capped = {op.target: op.mode for op in plan if op.kind == "tmpfs"}

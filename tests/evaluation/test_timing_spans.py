@@ -9,19 +9,21 @@ import pytest
 
 pytest.importorskip("triton")
 
-from evaluation.harness.timing import (  # noqa: E402
-    END_MARKER,
-    RETURNED_MARKER,
+from evaluation.harness.timing import (
     SPAN_BY_EVENTS,
     SPAN_BY_PROFILER,
-    ForwardWindow,
-    MarkersForged,
     TimingSettings,
     enough_samples,
-    forward_windows,
     next_batch_size,
     sampling_error,
     scored_samples,
+)
+from evaluation.harness.timing_records import (
+    END_MARKER,
+    RETURNED_MARKER,
+    ForwardWindow,
+    MarkersForged,
+    forward_windows,
 )
 
 SWEEP = "_atrex_l2_flush_read"
@@ -146,8 +148,8 @@ def test_markers_out_of_step_mean_forged_markers(records: list[tuple[str, int, i
 
 
 def test_a_real_timing_report_passes_the_parents_check_and_a_forged_one_fails() -> None:
-    from evaluation.harness.evaluate import _checked_timing
-    from evaluation.harness.sandbox import CandidateError
+    from evaluation.harness.isolation.sandbox import CandidateError
+    from evaluation.harness.stages.performance import _checked_timing
     from evaluation.harness.timing import TimingReport
 
     report = TimingReport(measured=True, method="graph", median_s=2e-6, p10_s=1.9e-6, p90_s=2.2e-6,
@@ -174,8 +176,8 @@ def test_a_real_timing_report_passes_the_parents_check_and_a_forged_one_fails() 
 
 
 def test_a_kernel_seen_only_in_timed_calls_fails_the_shape_and_is_named() -> None:
-    from evaluation.harness.evaluate import _check_timed_kernels
-    from evaluation.harness.sandbox import CandidateError
+    from evaluation.harness.isolation.sandbox import CandidateError
+    from evaluation.harness.stages.performance import _check_timed_kernels
 
     with pytest.raises(CandidateError, match="behaviour changed under timing.*cublasLt_gemm"):
         _check_timed_kernels(["rms_kernel", "cublasLt_gemm"], {"rms_kernel"})

@@ -13,7 +13,7 @@ from tests.worker import NO_DJANGO_CELERY
 def test_the_bundle_holds_no_release_no_history_no_settings(tmp_path: Path) -> None:
     files = build(tmp_path / "bundle")
     names = {str(f) for f in files}
-    assert "evaluation/harness/sandbox.py" in names and "evaluation/worker/tasks.py" in names
+    assert "evaluation/harness/isolation/sandbox.py" in names and "evaluation/worker/tasks.py" in names
     assert "evaluation/protocol.py" in names and "run-worker" in names
     on_disk = {str(p.relative_to(tmp_path / "bundle")) for p in (tmp_path / "bundle").rglob("*")
                if p.is_file()}

@@ -12,8 +12,8 @@ from evaluation.protocol import job_spec
 from evaluation.worker import jobs
 from evaluation.worker.jobs import run_job_spec, warm_children
 from evaluation.worker.stop import RunStopped
-from tests.conftest import FIXTURE_RELEASE
 from tests.evaluation.helpers import TEST_SETTINGS, sample_source
+from tests.paths import FIXTURE_RELEASE
 
 
 def spec(job_id: int, candidate: str) -> dict[str, Any]:
@@ -89,7 +89,7 @@ def test_a_stop_the_portal_asked_for_ends_the_run_unreported(
 
 def test_a_pool_hands_out_its_oldest_children_once_each_and_stays_full(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from evaluation.harness.sandbox import WarmChildren
+    from evaluation.harness.isolation.child_process import WarmChildren
 
     pool = WarmChildren(device="cpu", dsl="triton", masked_paths=(),
                         settings=TEST_SETTINGS.sandbox, size=2)

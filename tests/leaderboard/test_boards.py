@@ -18,9 +18,9 @@ from leaderboard.services import weight_set_activate
 from portal.audit.models import AuditEntry
 from submissions.models import EvaluationJob, ShapeResult, Submission
 from tests.builders import scored_submission
-from tests.conftest import FIXTURE_RELEASE
 from tests.factories import UserFactory
 from tests.leaderboard.boards import WeighedWorld, board, build_weighed_world
+from tests.paths import FIXTURE_RELEASE
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from evaluation.catalog.models import HardwareProfile
 from leaderboard.services import weight_set_from_release
 from submissions.models import Submission
 from submissions.services import submission_create
-from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory
+from tests.paths import SAMPLE_CANDIDATES
 from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db

@@ -18,8 +18,8 @@ from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, Release, Shape
 from leaderboard.services import rescore_submission, weight_set_activate, weight_set_create
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from tests.conftest import FIXTURE_RELEASE
 from tests.factories import TeamFactory
+from tests.paths import FIXTURE_RELEASE
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from leaderboard.services import weight_set_from_release
 from portal.accounts.models import token_create
 from submissions.models import Submission
 from submissions.services import submission_create
-from tests.conftest import SAMPLE_CANDIDATES
+from tests.paths import SAMPLE_CANDIDATES
 from tests.world import World, build_world, extended
 
 pytestmark = pytest.mark.django_db

@@ -29,8 +29,8 @@ from evaluation.catalog.models import HardwareProfile, Shape
 from leaderboard.services import weight_set_from_release
 from portal.accounts.models import token_create
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
+from tests.paths import SAMPLE_CANDIDATES
 from tests.world import import_fixture_release
 
 HONEST = (SAMPLE_CANDIDATES / "rms_norm" / "triton_native.py").read_bytes()

@@ -24,7 +24,7 @@ from leaderboard.models import BoardFreeze, WeightSet
 from leaderboard.services import weight_set_create, weight_set_from_release
 from portal.accounts.models import ApiToken, Team, token_create
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from tests.conftest import SAMPLE_CANDIDATES
+from tests.paths import SAMPLE_CANDIDATES
 from tests.world import build_world
 
 pytestmark = pytest.mark.django_db

@@ -32,7 +32,6 @@ from leaderboard.demo import load_recorded_results
 from leaderboard.services import rescore_submission, weight_set_from_release
 from submissions.models import EvaluationJob, Submission
 from submissions.services import submission_create
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
 from tests.hidden_tier import (
     HIDDEN_DEV,
@@ -42,6 +41,7 @@ from tests.hidden_tier import (
     shape_report,
     without_hold,
 )
+from tests.paths import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from django.test import Client
 from evaluation.catalog.models import Release
 from portal.accounts.models import ApiToken, hash_token
 from submissions.models import Submission
-from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
+from tests.paths import SAMPLE_CANDIDATES
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ from django.test import Client
 
 from portal.accounts.models import ApiToken, token_create
 from submissions.models import Submission
-from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
+from tests.paths import SAMPLE_CANDIDATES
 from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db

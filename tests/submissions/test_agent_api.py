@@ -20,7 +20,7 @@ from leaderboard.services import rescore_submission, weight_set_from_release
 from portal.accounts.models import TokenScope, token_create
 from portal.audit.models import AuditEntry
 from submissions.models import Candidate, EvaluationJob, Submission
-from tests.conftest import SAMPLE_CANDIDATES
+from tests.paths import SAMPLE_CANDIDATES
 from tests.world import World
 
 pytestmark = pytest.mark.django_db

@@ -14,8 +14,8 @@ from evaluation.catalog.models import HardwareProfile, Shape
 from leaderboard.services import rescore_submission, weight_set_from_release
 from portal.accounts.models import token_create
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory
+from tests.paths import SAMPLE_CANDIDATES
 from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db

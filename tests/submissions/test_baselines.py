@@ -17,7 +17,7 @@ from evaluation.catalog.models import HardwareProfile
 from evaluation.harness.operator_files import candidate_model_class
 from portal.audit.models import AuditEntry
 from submissions.models import EvaluationJob, Submission
-from tests.conftest import FIXTURE_RELEASE
+from tests.paths import FIXTURE_RELEASE
 from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db

@@ -16,9 +16,9 @@ from leaderboard.services import rescore_submission
 from portal.accounts.models import DEFAULT_DAILY_CHECK_QUOTA, Team, token_create
 from submissions.models import EvaluationJob, Submission
 from submissions.services import QuotaExceeded, quota_status, submission_create
-from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
 from tests.pages import text
+from tests.paths import SAMPLE_CANDIDATES
 from tests.reports import DEV_SHAPES, checked_shape, finish
 
 pytestmark = pytest.mark.django_db

@@ -14,8 +14,8 @@ from evaluation.catalog.models import HardwareProfile
 from submissions.jobs import RESCORE_TASK, record_event
 from submissions.models import EvaluationJob, ShapeResult
 from submissions.services import submission_create
-from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory
+from tests.paths import SAMPLE_CANDIDATES
 from tests.reports import event, timed_shape
 from tests.world import import_fixture_release
 

@@ -22,8 +22,8 @@ from portal.audit.models import AuditEntry
 from submissions.models import Candidate, Submission
 from submissions.services import submission_create
 from submissions.upload import UploadRejected
-from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
+from tests.paths import SAMPLE_CANDIDATES
 
 pytestmark = pytest.mark.django_db
 
@@ -146,7 +146,7 @@ def test_an_admin_sets_the_accepted_dsls_and_the_audit_log_keeps_it(dev_release:
 def test_a_release_file_naming_an_unknown_dsl_is_refused(tmp_path: Path) -> None:
     import shutil
 
-    from tests.conftest import FIXTURE_RELEASE
+    from tests.paths import FIXTURE_RELEASE
 
     copy = tmp_path / "release"
     shutil.copytree(FIXTURE_RELEASE, copy)
@@ -162,7 +162,7 @@ def test_a_release_file_naming_an_unknown_dsl_is_refused(tmp_path: Path) -> None
 def test_a_host_that_cannot_evaluate_the_dsl_says_so_for_the_job(dsl: str, reason: str) -> None:
     from evaluation.harness.evaluate import EvaluationSettings
     from evaluation.protocol import job_spec
-    from tests.conftest import FIXTURE_RELEASE
+    from tests.paths import FIXTURE_RELEASE
 
     operator = FIXTURE_RELEASE / "data" / "rms_norm"
     spec = job_spec(job_id=1, attempt=1, operator="rms_norm",

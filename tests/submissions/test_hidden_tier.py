@@ -27,7 +27,6 @@ from portal.audit.models import AuditEntry
 from submissions.jobs import HIDDEN_FAILURE, RESCORE_TASK, dispatch_job, record_event
 from submissions.models import EvaluationJob, ShapeResult, Submission
 from submissions.services import submission_create, submission_set_ranking_excluded
-from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
 from tests.hidden_tier import (
     HIDDEN_DEV,
@@ -38,6 +37,7 @@ from tests.hidden_tier import (
     shape_report,
     without_hold,
 )
+from tests.paths import SAMPLE_CANDIDATES
 
 pytestmark = pytest.mark.django_db
 

@@ -41,7 +41,6 @@ from submissions.jobs import (
 )
 from submissions.models import EvaluationJob
 from submissions.services import submission_create
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, UserFactory, member_of
 from tests.hidden_tier import (
     HIDDEN_DEV,
@@ -50,6 +49,7 @@ from tests.hidden_tier import (
     hidden_tier_release,
     shape_report,
 )
+from tests.paths import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 
 pytestmark = pytest.mark.django_db
 

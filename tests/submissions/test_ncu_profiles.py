@@ -19,14 +19,13 @@ from django.test import Client
 
 from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import HardwareProfile, Release
-from evaluation.harness.sandbox import SandboxSettings
+from evaluation.harness.isolation.sandbox import SandboxSettings
 from evaluation.protocol import NCU_PROFILE_TASK
 from evaluation.worker.jobs import run_ncu_profile_spec
 from portal.accounts.models import token_create
 from submissions.models import EvaluationJob, NcuProfile, Submission
 from submissions.ncu import record_ncu_profile
 from submissions.services import submission_create
-from tests.conftest import REPO, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
 from tests.hidden_tier import (
     HIDDEN_DEV,
@@ -35,6 +34,7 @@ from tests.hidden_tier import (
     shape_report,
     without_hold,
 )
+from tests.paths import REPO, SAMPLE_CANDIDATES
 from tests.world import World, build_world, extended
 
 RECORDED = json.loads((Path(__file__).parents[1] / "evaluation" / "data" / "ncu" /

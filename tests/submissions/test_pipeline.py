@@ -11,8 +11,8 @@ from django.test import Client, override_settings
 from evaluation.catalog.models import HardwareProfile
 from submissions.models import EvaluationJob, ShapeResult
 from submissions.services import submission_create
-from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
+from tests.paths import SAMPLE_CANDIDATES
 from tests.worker import pipeline_workers
 from tests.world import import_fixture_release
 

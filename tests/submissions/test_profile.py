@@ -15,8 +15,8 @@ from django.test import Client
 from evaluation.catalog.models import HardwareProfile
 from submissions.profile import kernels_of
 from submissions.services import submission_create
-from tests.conftest import REPO
 from tests.factories import TeamFactory, member_of
+from tests.paths import REPO
 from tests.reports import GEMM_SHAPE, H200_ENVIRONMENT, RMS_SHAPE, gpu_shape, gpu_submission, native
 from tests.world import import_fixture_release, signed_in
 

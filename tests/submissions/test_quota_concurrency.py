@@ -12,8 +12,8 @@ from django.test import Client
 
 from portal.accounts.models import token_create
 from submissions.models import EvaluationJob, Submission
-from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory
+from tests.paths import SAMPLE_CANDIDATES
 from tests.world import import_fixture_release
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -14,8 +14,8 @@ from portal.accounts.models import Team
 from submissions.models import Candidate, EvaluationJob, Submission
 from submissions.services import QuotaExceeded, quota_status, submission_create
 from submissions.upload import UploadRejected
-from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory
+from tests.paths import SAMPLE_CANDIDATES
 from tests.uploads import make_tgz, make_zip
 from tests.world import import_fixture_release
 

@@ -18,8 +18,8 @@ from django.utils import timezone
 from evaluation.protocol import EVALUATE_TASK
 from submissions.jobs import attempt_task_id, jobs_sweep, record_event
 from submissions.models import EvaluationJob, ShapeResult
-from tests.conftest import REPO
 from tests.factories import member_of
+from tests.paths import REPO
 from tests.reports import event, timed_shape
 
 pytestmark = pytest.mark.django_db

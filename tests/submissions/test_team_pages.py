@@ -17,8 +17,8 @@ from django.test import Client
 from evaluation.catalog.importing import release_import
 from evaluation.catalog.models import Release
 from submissions.models import Submission
-from tests.conftest import FIXTURE_RELEASE
 from tests.factories import UserFactory
+from tests.paths import FIXTURE_RELEASE
 from tests.world import World, build_world, extended
 
 pytestmark = pytest.mark.django_db

@@ -28,8 +28,8 @@ from portal.audit.models import AuditEntry
 from submissions.jobs import attempt_task_id
 from submissions.models import EvaluationJob, ShapeResult
 from submissions.services import submission_create
-from tests.conftest import SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
+from tests.paths import SAMPLE_CANDIDATES
 from tests.worker import broker, celery_worker, descendants
 
 pytestmark = [pytest.mark.django_db(transaction=True),

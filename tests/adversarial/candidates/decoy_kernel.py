@@ -12,7 +12,7 @@ The cheater hopes for "native" with DSL ratio 1.0.
 What should catch it: on a GPU the profiler records the torch kernels (at::native
 elementwise/reduce) with their device time and no device time for the empty launch:
 fallback-torch. On the CPU nothing catches it today. Fix in dsl._wrapped_run /
-child.AtenRecorder: do not count warmup=True calls or launches with an empty grid as own
+child_checks.AtenRecorder: do not count warmup=True calls or launches with an empty grid as own
 launches, and attribute aten ops inside a launch to the candidate when a candidate.py
 frame sits between the launch and the op (grid callables, pre-run hooks), e.g. by
 checking the Python stack in AtenRecorder.__torch_dispatch__ or by only excluding ops

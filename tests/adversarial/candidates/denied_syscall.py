@@ -7,7 +7,7 @@ process_vm_readv, the kernel keyring, io_uring (whose operations seccomp never s
 perf_event_open, bpf and mount. The probe reports how each call ended and raises, so the
 shape fails with its report.
 
-What should catch it: the child's seccomp filter (harness/syscall_filter.py) makes every
+What should catch it: the child's seccomp filter (harness/isolation/syscall_filter.py) makes every
 one of them fail with EPERM (or EPERM from the kernel's own checks where a call needs a
 privilege the sandbox uid lacks); without the filter, the user namespace and ptrace
 succeed in the sandbox.

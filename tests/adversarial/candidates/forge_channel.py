@@ -19,7 +19,7 @@ catches this on the CPU or a GPU except the attainment > 1 tripwire for invented
 Fix: do not produce evidence inside the candidate's process, or at least make it unforgeable
 from Python: keep the event fd out of the environment and close-on-exec, and have the parent
 verify the evidence out of band, e.g. a liveness/nonce round trip after every `done`
-(sandbox.ChildProcess._exchange) to catch the os._exit variant, and device records taken by
+(channel.ChildChannel._exchange) to catch the os._exit variant, and device records taken by
 an external profiler (CUPTI/nsys in a trusted process) for adoption and timing.
 """
 

@@ -7,7 +7,7 @@ kernel called `_atrex_sample_end`: the span would close before the work and the 
 would hold only a tiny first kernel of ours.
 
 What should catch it: the markers must come in order (start, forward returned, end), one set per sample
-(timing.forward_windows raises MarkersForged otherwise), which fails the performance stage;
+(timing_records.forward_windows raises MarkersForged otherwise), which fails the performance stage;
 behind that, attainment > 1 would quarantine it. GPU-only: on a CPU there are no device
 records and this candidate is an honest kernel with an odd name.
 """

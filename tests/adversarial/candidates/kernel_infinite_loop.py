@@ -9,7 +9,7 @@ cheater (or a buggy submission) hopes to tie up the worker: hang the evaluation,
 next shape or the next job on the same GPU.
 
 What should catch it: every request has a wall timeout; on timeout the parent kills the
-child's process group and PID namespace (sandbox.ChildProcess._cleanup), which also tears
+child's process group and PID namespace (child_process.ChildProcess._cleanup), which also tears
 down its CUDA context and stops the kernel; the shape fails with "timed out after N s in
 the compile stage" and the next shape starts a new child.
 

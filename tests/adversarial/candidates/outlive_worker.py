@@ -9,7 +9,7 @@ evaluating it when it is killed. The cheater hopes the daemon lives on to read t
 candidates' folders on that host, or keeps the GPU busy.
 
 What should catch it: unshare gets SIGKILL when the worker dies (PR_SET_PDEATHSIG, set in
-sandbox.ChildProcess._limits); the namespace's init, a root shell the candidate cannot
+child_process.ChildProcess._limits); the namespace's init, a root shell the candidate cannot
 signal or reconfigure, gets SIGKILL when unshare dies (--kill-child); the kernel then
 kills every process of the PID namespace. The dead worker's work area is removed by the
 next worker that starts on the host (workarea.sweep_stale_areas).

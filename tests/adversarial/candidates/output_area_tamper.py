@@ -1,7 +1,7 @@
 """output_area_tamper: resize, punch and overwrite the shared output area under the parent.
 
 Exploit: the outputs cross to the trusted parent in a shared memory area the parent has
-mapped (harness/output_area.py). On its first call the candidate finds the area among its
+mapped (harness/isolation/output_area.py). On its first call the candidate finds the area among its
 own descriptors (a memfd named "atrex-outputs") and tries what would hurt a parent reading
 a mapped file: shrink it to nothing (the parent's next read of the mapping would die of
 SIGBUS), grow it past its size (the parent's memory bound) and punch a hole through it

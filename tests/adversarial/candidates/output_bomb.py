@@ -8,7 +8,7 @@ zeros (cheap to make, 256 MiB or more for the parent to read). The cheater hopes
 the evaluation host's memory down from inside the trusted process.
 
 What should catch it: the child's outputs travel as raw bytes with a declared layout
-(harness/output_area.py), never through torch.save/torch.load; the parent compares the
+(harness/isolation/output_area.py), never through torch.save/torch.load; the parent compares the
 layout with the reference's outputs first and refuses "output ... has shape ..., expected
 ..." without reading a byte, and never reads past the expected size. Its peak memory
 stays what an honest candidate's evaluation takes.

@@ -11,7 +11,7 @@ into a CUDA graph keep the window as a node attribute. The cheater hopes for a m
 kernel timed at L2 bandwidth (several times HBM).
 
 What should catch it: the timing stage calls cudaCtxResetPersistingL2Cache before every
-sample (timing.persisting_l2_resetter) and then sweeps L2, so persisting lines are demoted
+sample (timing_host.persisting_l2_resetter) and then sweeps L2, so persisting lines are demoted
 and evicted before each measurement; it also records persisting_l2_reset in the report.
 A stricter harness would also reset cudaLimitPersistingL2CacheSize to 0 before timing.
 

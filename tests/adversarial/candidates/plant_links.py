@@ -12,9 +12,9 @@ the worker's work area (__AREA__: the path an attacker would learn from an earli
 error message), plants links to __TARGET__ (a root-only file the test made) under every
 name the parent writes, and reports how many it planted.
 
-What should catch it: the child's private root (harness/jail.py) has an empty /tmp and
+What should catch it: the child's private root (harness/isolation/jail.py) has an empty /tmp and
 /dev/shm of its own and no view of the work area; the folders the parent writes into are
-root's (harness/workarea.py), and it writes with O_EXCL | O_NOFOLLOW relative to a folder
+root's (harness/isolation/workarea.py), and it writes with O_EXCL | O_NOFOLLOW relative to a folder
 descriptor and changes ownership only on descriptors.
 """
 

@@ -11,7 +11,7 @@ own folder, and a walk of the whole filesystem for .git folders, roofline and im
 files, release folders and databases. It reports what it found on the first call and
 computes honestly afterwards, so the submission still scores.
 
-What should catch it: the child's private root (harness/jail.py) holds no part of any
+What should catch it: the child's private root (harness/isolation/jail.py) holds no part of any
 checkout except the harness's own code; the hidden files do not exist there.
 """
 

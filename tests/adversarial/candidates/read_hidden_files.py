@@ -11,7 +11,7 @@ environment; /proc/<ppid>/ and /proc/1/ (environ, cmdline) and the list of visib
 an outside address). The cheater hopes to learn the hidden roofline and tolerances (to
 tune precision or timing fakes), credentials, or other teams' code.
 
-What should catch it: the child's private root (harness/jail.py: no checkout, no release,
+What should catch it: the child's private root (harness/isolation/jail.py: no checkout, no release,
 no var/, an empty /dev/shm of its own), a scrubbed environment, a PID namespace (the
 parent is invisible; its init's environment is root's), no network namespace access, an
 unprivileged uid (sandbox.py). Whatever it still finds readable is listed in the error

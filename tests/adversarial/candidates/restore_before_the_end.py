@@ -12,7 +12,7 @@ The forward is one tiny Triton kernel on every refilled call.
 
 What should catch it: the device. In every profiled sample, the activity between two
 samples must be the harness's own, against the kernels the trusted parent's rehearsal of
-that work launched (timing.check_gaps, timing.GapAllowance): the override's torch kernels
+that work launched (timing_records.check_gaps, timing_records.GapAllowance): the override's torch kernels
 in the gaps fail the shape as work outside the timed window. (A captured graph of one tiny
 kernel is also refused by the capture check: its replay does not reproduce the outputs, so
 the forward is timed eagerly.)

@@ -8,7 +8,7 @@ an empty tensor `set_` onto x's storage. The cheater hopes alias checks compare 
 storage identity and miss it, and that the in-place write is taken as an allowed fusion.
 
 What should catch it: the child reports outputs whose memory overlaps an input's storage
-by address range (child._overlaps -> "aliases") and inputs changed bitwise; the parent
+by address range (child_core._overlaps -> "aliases") and inputs changed bitwise; the parent
 fails the trial ("modified its input 'x'" or "output 'out' is (a view of) input 'x'").
 """
 

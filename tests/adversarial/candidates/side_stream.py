@@ -7,7 +7,7 @@ The cheater hopes to be scored on the (empty) current stream while the real work
 concurrently and finishes "later", outside the timed window.
 
 What should catch it: the child synchronizes the whole device before reading outputs
-(child._synchronize), so correctness is unaffected; graph capture of unjoined side-stream
+(child_core._synchronize), so correctness is unaffected; graph capture of unjoined side-stream
 work fails (timing falls back to eager); and the scored time comes from the profiler's
 device records of every stream between two L2-sweep markers (timing.forward_spans), not
 from events on the current stream.

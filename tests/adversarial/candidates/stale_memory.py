@@ -10,7 +10,7 @@ freed memory" exploit when the reference runs in the same process.
 
 What should catch it: the reference is computed in the parent, never in the child; the
 child fills the memory the allocator hands out next with 0xFF (NaN) before each call
-(child.poison); and inputs differ between trials, so a recycled old result is wrong.
+(child_core.poison); and inputs differ between trials, so a recycled old result is wrong.
 Either way the parent's comparison fails the trial (NaN or values outside tolerance).
 """
 

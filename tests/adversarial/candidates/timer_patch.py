@@ -10,11 +10,11 @@ Exploit: at import the candidate replaces
 and then computes honestly in Triton. The cheater hopes for a 2.5x better scored time.
 
 What should catch it: the child's integrity check (integrity.fingerprint, compared after
-every request in child.ChildRuntime._check_integrity) fails the shape: "integrity check
+every request in child_core.ChildCore._check_integrity) fails the shape: "integrity check
 failed: the candidate replaced time.perf_counter, torch.cuda.Event.elapsed_time,
 torch.cuda.synchronize". Note the _KinetoEvent.duration_ns patch alone is NOT in the
 fingerprint (a pybind class outside its namespaces): a candidate applying only that patch
-passes unflagged on the CPU, and on a GPU would shrink the scored time (timing.device_records
+passes unflagged on the CPU, and on a GPU would shrink the scored time (timing_records.device_records
 reads event.duration_ns()); only attainment > 1 would notice. Fingerprint
 torch._C._autograd._KinetoEvent's methods too.
 """

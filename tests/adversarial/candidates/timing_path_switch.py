@@ -9,7 +9,7 @@ and the timed kernels would then belong to different programs.
 
 What should catch it: the names of the kernels every profiled timed call ran (on a CPU:
 the DSL launches of the unmeasured calls) must be among those the observed calls ran
-(evaluate._check_timed_kernels): "behaviour changed under timing".
+(stages/performance._check_timed_kernels): "behaviour changed under timing".
 """
 
 import torch

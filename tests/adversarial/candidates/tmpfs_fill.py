@@ -11,7 +11,7 @@ What should catch it: the child's own folder (home, TMPDIR, caches, logs) is one
 tmpfs of SandboxSettings.scratch_bytes, /tmp and /dev/shm each one of
 private_tmpfs_bytes, and a control group counts the pages against the child's memory
 limit. The first shape fails with the probe's report, which shows every place capped;
-the next passes: its outputs cross in the sealed output area (harness/output_area.py), not
+the next passes: its outputs cross in the sealed output area (harness/isolation/output_area.py), not
 in the full scratch folder.
 """
 

@@ -9,7 +9,7 @@ tries the well-known sockets of database and broker servers, every socket file i
 see under /tmp, /run, /var/run and /dev/shm, a socket the test listens on (__SOCKET__)
 and an abstract one (__ABSTRACT__), and reports which it connected to.
 
-What should catch it: the child's private root (harness/jail.py): /tmp, /dev/shm are
+What should catch it: the child's private root (harness/isolation/jail.py): /tmp, /dev/shm are
 empty and its own, /run and /var/run do not exist, so no path leads to a host socket;
 abstract sockets belong to the network namespace, which is the child's own.
 """

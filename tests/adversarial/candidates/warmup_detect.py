@@ -12,9 +12,9 @@ tolerance, and faster. The cheater hopes correctness sees only honest calls and 
 timing see only the cheap kernel.
 
 What should catch it: outputs of every measured call must be verified too. The adoption
-call's output is never compared today (child.do_adoption discards it); on the CPU nothing
+call's output is never compared today (child_checks.do_adoption discards it); on the CPU nothing
 catches this. Fix: write the adoption call's output and let the parent compare it
-(evaluate._adoption), and make the instrumented calls indistinguishable from correctness
+(stages/adoption.AdoptionStage._adoption), and make the instrumented calls indistinguishable from correctness
 trials (record every correctness trial under the same recorders, or run adoption on one
 of the checked trials).
 """

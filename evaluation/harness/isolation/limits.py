@@ -9,7 +9,7 @@ fork bomb starved every sandbox running under it). The child enters its group in
 forked process before exec, so nothing of the candidate ever runs outside it.
 
 Where no group can be made (not root, no controllers), the rlimits and the size-capped
-tmpfs mounts of sandbox.py are what is left; `Isolation.notes` says so.
+tmpfs mounts of child_process.py are what is left; `Isolation.notes` says so.
 
 Imports no Django.
 """

@@ -6,7 +6,7 @@ the target talk over TCP on the loopback, so a target in its own network namespa
 (and one in its own PID namespace too); a root front-end with the target under another uid
 fails (error 6: the target cannot use the front-end's files). What works: the front-end
 inside every wall with its target. So here ncu is one more process of the candidate's own
-jail (ncu_target_main.py):
+jail (target_main.py):
 
     unshare (mount, net, pid) -> the jail script (root: the private root) ->
       loopback up -> setpriv (the sandbox uid, no new privileges, no groups) ->
@@ -39,12 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import jail, ncu_profile
-from .release import PUBLIC_FILES, PublicOperator, ShapeSpec
-from .sandbox import ChildProcess, HarnessError, SandboxSettings, _plan
-from .workarea import make_dir, remove_tree, write_file
+from ..isolation import jail
+from ..isolation.child_process import ChildProcess
+from ..isolation.sandbox import HarnessError, SandboxSettings, _plan
+from ..isolation.workarea import make_dir, remove_tree, write_file
+from ..release import PUBLIC_FILES, PublicOperator, ShapeSpec
+from . import profile as ncu_profile
 
-TARGET_MAIN_INSIDE = jail.CODE / "evaluation" / "harness" / "ncu_target_main.py"
+TARGET_MAIN_INSIDE = jail.CODE / "evaluation" / "harness" / "ncu" / "target_main.py"
 REPORT_MAX_BYTES = 8 * 1024**2  # ncu's log of 64 kernels with our metrics: tens of KiB
 PROFILE_DIR = "profile"  # in the work folder: the sandbox uid's, where ncu writes its log
 

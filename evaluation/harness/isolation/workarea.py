@@ -12,7 +12,7 @@ to root, so the candidate cannot plant anything there in the first place.
 Each worker process keeps its children's folders in one work area, locked (flock) while the
 process lives. A worker killed outright leaves its area behind, with team source and
 outputs in it; the next worker to start on the host removes every area whose lock is free.
-As root each child's folder is a size-capped tmpfs of its own (sandbox.py): removing an
+As root each child's folder is a size-capped tmpfs of its own (child_process.py): removing an
 area unmounts what is mounted inside it first.
 
 Imports no Django.

@@ -1,16 +1,13 @@
-"""The sandboxed side of an evaluation: runs the candidate, never sees expected outputs.
+"""The sandboxed child's runtime as its requests share it: the command loop and the events
+sent back, the operator and candidate bound once, the integrity checks around every piece
+of candidate code, and the outputs saved into the output area for the parent.
 
-Started by `sandbox.ChildProcess` as `python -I child_main.py` in a fresh directory that
-holds only the operator's public files and the candidate's source. Commands arrive as
-JSON lines on stdin; events go back as JSON lines on a dedicated pipe (the candidate's
-own prints go to stdout/stderr, which the parent keeps apart). Output tensors are written
-as raw bytes into the shared output area the parent made (output_area.py); the parent
-checks their declared layout and place against what it expects before it reads them.
+The requests themselves: child_checks.py (correctness trials, the adoption call) and
+child_timing.py (timed calls); child.py puts them together and starts the loop.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import secrets
@@ -18,18 +15,19 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
 import torch
-from torch.autograd import DeviceType  # type: ignore[attr-defined]
-from torch.utils._python_dispatch import TorchDispatchMode
 
-from .compare import as_output_dict
+from ..compare import as_output_dict
+from ..dsl import DslAdapter, LaunchRecorder, adapter_for
+from ..operator_files import candidate_model_class, import_file, make_model
+from ..steps import Steps
+from ..timed_calls import bitwise_equal, input_sample, no_python_dispatch
 from .device_memory import release_cached_memory
-from .dsl import DslAdapter, LaunchRecorder, adapter_for, credit_compiled, launch_names
 from .integrity import (
     Fingerprint,
     FingerprintWatch,
@@ -40,28 +38,10 @@ from .integrity import (
     fingerprint,
     hook_state,
     hooks_changed,
-    install_audit_tripwire,
     loaded_mark,
     mapped_libraries,
 )
-from .operator_files import (
-    candidate_model_class,
-    import_file,
-    make_inputs,
-    make_model,
-    tensor_bytes,
-)
 from .output_area import AreaFull, AreaWriter
-from .steps import Steps
-from .timed_calls import (
-    FlowError,
-    FreshInputs,
-    TimedCall,
-    TimedCallFlow,
-    bitwise_equal,
-    input_sample,
-    no_python_dispatch,
-)
 
 TRACEBACK_TAIL_CHARS = 3000
 INTEGRITY_FAILED = "integrity check failed"
@@ -77,34 +57,10 @@ class StageError(Exception):
         self.tb = tb
 
 
-# What Triton's interpreter dispatches itself while it runs a kernel on the CPU (measured
-# over the fixture's Triton candidates: new_empty, set_, empty, copy_), plus views.
-INTERPRETER_OPS = frozenset({"new_empty", "set_", "empty", "empty_strided", "copy_", "detach",
-                             "alias", "view", "lift_fresh", "_to_copy"})
+class ChildCore:
+    """What every request of the child shares: the bound operator and candidate, the
+    channel to the parent, the integrity checks around candidate code, the output area."""
 
-
-def _base_op(name: str) -> str:
-    return name.split("::")[-1].split(".")[0]
-
-
-class AtenRecorder(TorchDispatchMode):
-    """Counts aten ops the candidate dispatches outside DSL launches."""
-
-    def __init__(self, launches: LaunchRecorder) -> None:
-        super().__init__()
-        self.launches = launches
-        self.ops: dict[str, int] = {}
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        name = func.name()
-        # Inside a launch only the interpreter's own data movement is the DSL's; torch work
-        # done there (in a callable grid, say) is still the candidate's torch work.
-        if self.launches.depth == 0 or _base_op(name) not in INTERPRETER_OPS:
-            self.ops[name] = self.ops.get(name, 0) + 1
-        return func(*args, **(kwargs or {}))
-
-
-class ChildRuntime:
     def __init__(self, workdir: Path, events: TextIO, area: AreaWriter) -> None:
         self.workdir = workdir
         self.events = events
@@ -146,7 +102,7 @@ class ChildRuntime:
         import torch._dynamo  # noqa: F401
         _no_tqdm_monitor()
         if self.device.type == "cuda":
-            from .timing import prepare_timing
+            from ..timing import prepare_timing
 
             torch.empty(1, device=self.device)  # creates the CUDA context; allocation only
             try:
@@ -197,7 +153,7 @@ class ChildRuntime:
                 self._check_integrity(command)
                 self._release_memory()
                 self.steps.add("total", time.perf_counter() - started)
-                ChildRuntime.emit(self, event="done", **reply, steps=self.steps.as_report())
+                ChildCore.emit(self, event="done", **reply, steps=self.steps.as_report())
             except StageError as exc:
                 self._release_memory()
                 self._report(exc, command)
@@ -224,7 +180,7 @@ class ChildRuntime:
             if not error.message.startswith(INTEGRITY_FAILED):  # (the first one found stays)
                 error = StageError(integrity.stage, f"{integrity.message}; the {command} stage "
                                    f"had failed with: {error.message[:400]}", error.tb)
-        ChildRuntime.emit(self, event="error", stage=error.stage, message=error.message,
+        ChildCore.emit(self, event="error", stage=error.stage, message=error.message,
                           traceback=error.tb, fatal=self.fatal)
 
     def _check_threads(self, stage: str = "adoption") -> None:
@@ -298,7 +254,7 @@ class ChildRuntime:
             self.fatal = True  # its threads or processes run on: the next shape gets a new child
             raise
 
-    # -- stages --------------------------------------------------------------------------
+    # -- what every stage does: the model, a call saved --------------------------------
 
     def model_for(self, request: Mapping[str, Any]) -> torch.nn.Module:
         """Compile stage part 1: import the candidate (once) and instantiate it."""
@@ -315,54 +271,6 @@ class ChildRuntime:
         self.models.clear()  # one shape at a time: keep memory for this one
         self.models[key] = model
         return model
-
-    def do_correctness(self, request: dict[str, Any]) -> dict[str, Any]:
-        with self.steps("import_and_init"):  # the candidate's import (once) and Model(...)
-            model = self.model_for(request)
-        names: set[str] = set()  # what the trials ran, for the parent's check of timed calls
-        for index, seed in enumerate(request["trial_seeds"]):
-            stage = "compile" if index == 0 else "correctness"
-            with self.steps("inputs"):
-                inputs = make_inputs(self._inputs(), request["input_kwargs"], seed, self.device)
-                _reseed()
-                before = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
-                poison(self.device, max(2 * tensor_bytes(inputs), 1 << 20))
-                _synchronize(self.device)
-            started = time.perf_counter()
-            try:
-                with torch.no_grad(), self._observing(names):
-                    call_started = time.perf_counter()
-                    result = model(**inputs)
-                    _synchronize(self.device)
-                    call_s = time.perf_counter() - call_started
-            except Exception as exc:  # noqa: BLE001
-                what = "first call" if index == 0 else f"correctness trial {index}"
-                raise StageError(stage, f"{what} raised {type(exc).__name__}: {exc}", _tail()) from exc
-            seconds = time.perf_counter() - started
-            self.steps.add("first_call" if index == 0 else "trial_calls", call_s)
-            # the profiler's start and stop around the call (GPU), the recorder's on a CPU
-            self.steps.add("observing", max(seconds - call_s, 0.0))
-            with self.steps("save_outputs"):
-                saved = self._save_call(result, inputs, before, stage)
-            ChildRuntime.emit(self, event="trial", index=index, seconds=seconds, **saved)
-        return {"kernel_names": sorted(names)}
-
-    @contextlib.contextmanager
-    def _observing(self, names: set[str]) -> Iterator[None]:
-        """Adds to `names` what the calls inside ran: every device activity by name on a
-        GPU (the profiler, device records only), every DSL launch by name on a CPU."""
-        if self.device.type == "cuda":
-            from .timing import device_records
-
-            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) \
-                    as prof:
-                yield
-            names.update(name for name, _, _ in device_records(prof))
-        else:
-            launches = self._recorder()
-            with self.adapter.recording(launches):
-                yield
-            names.update(launch_names(launches))
 
     def _save_call(self, result: object, inputs: Mapping[str, Any],
                    before: Mapping[str, torch.Tensor], stage: str) -> dict[str, Any]:
@@ -381,163 +289,6 @@ class ChildRuntime:
                 raise StageError(stage, str(exc)) from None
             given = input_sample(before)
         return {"offset": offset, "layout": layout, "aliases": aliases, "input_sample": given}
-
-    def _hand_over(self, saved: dict[str, Any]) -> None:
-        """Wait until the parent has judged (or copied) a saved timed call: until it answers
-        no code of the candidate runs, so none can rewrite in the output area what is judged
-        (a timed call whose work was skipped, fixed up in a later call the median never sees).
-        """
-        others = _other_processes()
-        if others:  # it could rewrite the output area while the parent reads it
-            self.fatal = True
-            raise StageError("performance", f"{others} other process(es) of the candidate's "
-                                            "were alive at the hand-over of a checked call; all "
-                                            "work must happen inside forward, in this process")
-        ChildRuntime.emit(self, event="handover", **saved)
-        if not self._commands_at_serve.readline():
-            raise StageError("harness", "the parent closed the command channel")
-
-    def _ask(self, question: dict[str, Any]) -> dict[str, Any]:
-        """The parent's answer between two timed calls (timed_calls.TimedCallFlow): whether
-        the call that returned is checked, and the next call's seed."""
-        ChildRuntime.emit(self, event="ask", **question)
-        line = self._commands_at_serve.readline()
-        if not line:
-            raise StageError("harness", "the parent closed the command channel")
-        answer = json.loads(line)
-        if not isinstance(answer, dict) or answer.get("cmd") != "answer":
-            raise StageError("harness", "the parent's answer between timed calls is garbled")
-        return answer
-
-    def do_adoption(self, request: dict[str, Any]) -> dict[str, Any]:
-        model = self.model_for(request)
-        with self.steps("inputs"):
-            inputs = make_inputs(self._inputs(), request["input_kwargs"], request["seed"],
-                                 self.device)
-            _reseed()
-            before = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
-        launches = self._recorder()
-        kernels: list[tuple[str, float]] = []
-        if self.device.type == "cuda":
-            # The profiler sees both device kernels and aten ops. No dispatch mode here:
-            # under one, torch.compile'd code falls back to eager and would look like torch.
-            from .timing import device_records
-
-            activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
-            with self.steps("profiled_call"), self.adapter.recording(launches), \
-                    torch.no_grad(), torch.profiler.profile(activities=activities) as prof:
-                result = model(**inputs)
-                torch.cuda.synchronize()
-            with self.steps("records_parse"):
-                kernels = [(name, (end - start) * 1e-9)
-                           for name, start, end in device_records(prof)]
-            names = {name for name, _ in kernels}
-            credit_compiled(launches, self.adapter.compiled_kernels(), names)
-            with self.steps("records_parse"):
-                aten_ops = _profiled_aten_ops(prof)
-        else:
-            # The CPU has no device records: aten ops dispatched outside DSL launches are the
-            # evidence (the interpreter's own ops happen inside launches and are skipped).
-            with self.adapter.recording(launches), torch.no_grad(), AtenRecorder(launches) as rec:
-                result = model(**inputs)
-            aten_ops = rec.ops
-            names = launch_names(launches)
-        self._check_threads()
-        # The recorded call's output is checked too: a candidate that behaves one way while
-        # it is watched and another while it is checked would otherwise pass both.
-        with self.steps("save_outputs"):
-            call = self._save_call(result, inputs, before, "adoption")
-        return {
-            "call": call,
-            "dsl_kernel_names": sorted(launches.own_kernels),
-            "foreign_dsl_launches": launches.foreign_launches,
-            "other_dsl_kernels": launches.other_dsl_kernels,
-            "other_dsl_launch_count": launches.other_dsl_launches,
-            "library_kernels": launches.library_kernels,
-            "library_launch_count": launches.library_launches,
-            "kernels": kernels,
-            "kernel_names": sorted(names),
-            "aten_ops": aten_ops,
-            "dsl_launch_count": launches.own_launches,
-            "compiled_frames": _compiled_frames(),
-            "device_timed": self.device.type == "cuda",
-        }
-
-    def do_timing(self, request: dict[str, Any]) -> dict[str, Any]:
-        from .timing import (
-            GapAllowance,
-            MarkersForged,
-            TimingSettings,
-            WorkOutsideWindow,
-            not_measured,
-        )
-
-        model = self.model_for(request)
-        settings = TimingSettings(**request["settings"])
-
-        def draw(seed: int) -> dict[str, Any]:
-            inputs = make_inputs(self._inputs(), request["input_kwargs"], seed, self.device)
-            _reseed()
-            return inputs
-
-        with self.steps("inputs"):
-            sets = [draw(seed) for seed in request["seeds"]]
-        fresh = FreshInputs(draw, sets, request["seeds"])
-
-        def save(call: TimedCall) -> dict[str, Any]:
-            saved = self._save_call(call.result, call.inputs, call.before, "performance")
-            self._hand_over({**saved, "seed": call.seed, "sample": call.sample})
-            return saved
-
-        flow = TimedCallFlow(fresh, self._ask, save, self._guard)
-
-        def forward(inputs: Mapping[str, torch.Tensor]) -> object:
-            with torch.no_grad():
-                return model(**inputs)
-
-        try:
-            if self.device.type == "cuda":
-                from .graph_capture import CudaContextCorrupted
-                from .timing import measure_forward
-
-                try:
-                    report = measure_forward(forward, sets, settings, flow, steps=self.steps,
-                                             allowance=GapAllowance.from_wire(
-                                                 request.get("gap_allowance")))
-                except CudaContextCorrupted as exc:
-                    self.fatal = True
-                    raise StageError("performance", str(exc), _tail()) from exc
-                except MarkersForged as exc:
-                    raise StageError("performance", f"the timing records were tampered with: "
-                                                    f"{exc}; no kernel may be named like the "
-                                                    "harness's markers") from exc
-                except WorkOutsideWindow as exc:
-                    raise StageError("performance", str(exc)) from exc
-            else:
-                with self.steps("timing.warmup"):
-                    for inputs in sets:  # the warm-up calls a GPU run makes before timing
-                        forward(inputs)
-                launches = self._recorder()
-                for sample in range(settings.unmeasured_calls):
-                    index = sample % len(sets)
-                    with self.steps("timing.sample.fresh_inputs"):
-                        seed, before = flow.before(index)
-                    with self.steps("timing.sample.call"), self.adapter.recording(launches):
-                        result = forward(sets[index])
-                    flow.after(TimedCall(sample, seed, sets[index], before, result))
-                    del result
-                report = not_measured("not measured: no GPU (CPU interpreter mode)")
-                report.timed_kernel_names = sorted(launch_names(launches))
-            with self.steps("timing.sample.spot_checks"):
-                checked = flow.finish()
-        except FlowError as exc:
-            self.fatal = self.fatal or str(exc).startswith(INTEGRITY_FAILED)
-            raise StageError("performance", str(exc)) from exc
-        self._check_threads()
-        report.fresh_inputs = fresh.fresh
-        report.checked_calls = len(checked)
-        report.timed_calls = flow.calls
-        return {"timing": report.to_dict(), "checked_calls": checked}
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -643,43 +394,7 @@ def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     return start_a < start_b + sb.nbytes() and start_b < start_a + sa.nbytes()
 
 
-def _profiled_aten_ops(prof: Any) -> dict[str, int]:
-    ops: dict[str, int] = {}
-    for event in prof.profiler.kineto_results.events():
-        name = event.name()
-        if event.device_type() == DeviceType.CPU and name.startswith("aten::"):
-            ops[name] = ops.get(name, 0) + 1
-    return ops
-
-
-def _compiled_frames() -> int:
-    if "torch._dynamo" not in sys.modules:
-        return 0
-    from torch._dynamo.utils import counters
-
-    return int(counters["stats"].get("unique_graphs", 0))
-
-
 def _tail() -> str:
     return traceback.format_exc()[-TRACEBACK_TAIL_CHARS:]
 
 
-def main() -> None:
-    workdir = Path.cwd()
-    events = os.fdopen(int(os.environ.pop("ATREX_EVENT_FD")), "w", buffering=1)
-    try:
-        area = AreaWriter(int(os.environ.pop("ATREX_OUTPUT_FD")),
-                          int(os.environ.pop("ATREX_OUTPUT_BYTES")),
-                          pin=os.environ.get("ATREX_DEVICE") == "cuda")
-        runtime = ChildRuntime(workdir, events, area)
-    except Exception as exc:  # noqa: BLE001 - report why the sandbox could not start
-        events.write(json.dumps({"event": "error", "stage": "harness",
-                                 "message": f"child start failed: {exc}", "traceback": _tail()}))
-        events.flush()
-        raise
-    install_audit_tripwire()  # before any candidate code: it sees every later audit hook
-    started = time.perf_counter()
-    runtime.warm_up()
-    ChildRuntime.emit(runtime, event="ready", device=str(runtime.device), torch=torch.__version__,
-                      warm_up_seconds=time.perf_counter() - started, monotonic=time.monotonic())
-    runtime.serve(sys.stdin)

@@ -22,7 +22,7 @@ have changed, whatever the child writes (an earlier torch.load of the child's fi
 inflated a 2 MB file to 2 GiB).
 
 A checked timed call is handed over: the child waits after writing it until the parent has
-judged it (evaluate._TimedCallJudge), so the candidate's next call cannot rewrite it first.
+judged it (stages/performance._TimedCallJudge), so the candidate's next call cannot rewrite it first.
 Where the parent cannot run the reference beside the child's memory (large shapes), it
 `take`s a copy of the declared bytes then, bounded by the area, and punches a copy of
 RELEASE_BYTES or more out of the area so the host's memory does not double.

@@ -20,7 +20,7 @@ A path holding hidden data that happens to lie inside an allowed folder (a check
 /usr, say) is covered with an empty tmpfs. The plan is plain data, turned into a shell
 script that the namespace's first process runs as root before it drops to the sandbox uid;
 that process stays alive as the namespace's init, so that when the worker dies the whole
-namespace dies with it (sandbox.py).
+namespace dies with it (child_process.py).
 
 Imports no Django.
 """
@@ -36,13 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .libraries import library_paths
+from ..libraries import library_paths
 
 WORK = Path("/atrex/work")
 CACHE = Path("/atrex/cache")
 CODE = Path("/atrex/code")
-HARNESS = Path(__file__).resolve().parent
-CHILD_MAIN_INSIDE = CODE / "evaluation" / "harness" / "child_main.py"
+HARNESS = Path(__file__).resolve().parents[1]
+CHILD_MAIN_INSIDE = CODE / "evaluation" / "harness" / "isolation" / "child_main.py"
 
 SYSTEM_DIRS = ("/usr",)
 SYSTEM_TOP_LEVEL = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # links on merged /usr

@@ -1,12 +1,12 @@
-"""The three steps of a profile run inside the sandbox (evaluation/harness/ncu_sandbox.py):
+"""The three steps of a profile run inside the sandbox (evaluation/harness/ncu/sandbox.py):
 
-    python -I ncu_target_main.py up -- CMD...      root, inside the jail's namespaces: the
+    python -I target_main.py up -- CMD...          root, inside the jail's namespaces: the
                                                    network namespace's loopback up (ncu's
                                                    front-end and its target talk over it),
                                                    then exec CMD (setpriv to the sandbox uid)
-    python -I ncu_target_main.py ncu -- NCU...     the sandbox uid: the syscall filter, then
+    python -I target_main.py ncu -- NCU...         the sandbox uid: the syscall filter, then
                                                    exec ncu (its whole tree inherits both)
-    python -I ncu_target_main.py target            ncu's target: the candidate's forward on
+    python -I target_main.py target                ncu's target: the candidate's forward on
                                                    the shape in WORK/shape.json, twice to warm
                                                    up, then once inside the profiled NVTX range
 
@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[2])
+sys.path[0] = str(Path(__file__).resolve().parents[3])
 sys.path += [p for p in os.environ.pop("ATREX_CHILD_SYS_PATH", "").split(os.pathsep) if p]
 
 SIOCSIFFLAGS, IFF_UP, IFF_RUNNING = 0x8914, 0x1, 0x40
@@ -37,7 +37,7 @@ def loopback_up() -> None:
 def run_target() -> None:
     import torch
 
-    from evaluation.harness.ncu_profile import NVTX_RANGE
+    from evaluation.harness.ncu.profile import NVTX_RANGE
     from evaluation.harness.operator_files import (
         candidate_model_class,
         import_file,
@@ -69,7 +69,7 @@ def main() -> None:
         os.execv(rest[0], rest)
     elif step == "ncu":
         if os.environ.pop("ATREX_SYSCALL_FILTER", "") == "1":
-            from evaluation.harness import syscall_filter
+            from evaluation.harness.isolation import syscall_filter
 
             syscall_filter.install()
         os.execv(rest[0], rest)
