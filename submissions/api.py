@@ -472,7 +472,7 @@ class SubmissionProfileApi(APIView):
 
 
 class NcuKernelOut(serializers.Serializer[Any]):
-    """One kernel launch as ncu counted it (evaluation.harness.ncu_profile.KernelCounters)."""
+    """One kernel launch as ncu counted it (evaluation.harness.ncu.profile.KernelCounters)."""
 
     launch = serializers.IntegerField(help_text="ncu's ID: the order of the profiled launches")
     name = serializers.CharField()
