@@ -37,7 +37,7 @@ from leaderboard.services import (
 )
 from submissions.models import EvaluationJob
 from submissions.services import submission_create
-from tests.conftest import FIXTURE_RELEASE, SAMPLE_CANDIDATES
+from tests.paths import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
 from tests.hidden_tier import report_job, shape_report, without_hold
 
