@@ -37,9 +37,9 @@ from leaderboard.services import (
 )
 from submissions.models import EvaluationJob
 from submissions.services import submission_create
-from tests.paths import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 from tests.factories import TeamFactory, member_of
 from tests.hidden_tier import report_job, shape_report, without_hold
+from tests.paths import FIXTURE_RELEASE, SAMPLE_CANDIDATES
 
 
 def _call(tokens: int | list[int], hidden: int = 4096, eps: float = 1e-6) -> dict[str, Any]:
