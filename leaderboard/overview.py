@@ -57,8 +57,8 @@ class IndexRow:
 def board_index() -> list[IndexRow]:
     """Every release (newest version of a name first) by every hardware profile, with the
     rows each aggregate board holds under the release's active weights."""
-    return derived_cache.remember(derived_cache.BOARDS, "board-index", _board_index,
-                                  INDEX_CACHE_S)
+    return derived_cache.remember((derived_cache.BOARDS, derived_cache.OVERVIEW), "board-index",
+                                  _board_index, INDEX_CACHE_S)
 
 
 def _board_index() -> list[IndexRow]:
@@ -109,8 +109,8 @@ class Headline:
 
 def headline_boards() -> list[Headline]:
     """The headline board of every current release (no newer version) that has rows."""
-    return derived_cache.remember(derived_cache.BOARDS, "headlines", _headline_boards,
-                                  INDEX_CACHE_S)
+    return derived_cache.remember((derived_cache.BOARDS, derived_cache.OVERVIEW), "headlines",
+                                  _headline_boards, INDEX_CACHE_S)
 
 
 def _headline_boards() -> list[Headline]:

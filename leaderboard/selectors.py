@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, F, Q
+from django.db.models import F
 from django.db.models.functions import Coalesce
 
 from evaluation.catalog.models import HardwareProfile, Operator, Release
@@ -21,13 +21,20 @@ from evaluation.harness.dsl import DSL_LABELS
 from evaluation.harness.release import DTYPE_TO_PEAK_PATH
 from evaluation.harness.roofline import attainment, roofline_point
 from leaderboard import tiers
-from leaderboard.models import BoardFreeze, SubmissionScore, WeightSet
+from leaderboard.models import (
+    BoardFreeze,
+    BoardRecorded,
+    BoardTally,
+    OperatorSummary,
+    ScoreSummary,
+    SubmissionScore,
+    WeightSet,
+)
 from leaderboard.outcomes import arithmetic_intensity, scoring_context
 from leaderboard.scoring import (
     ScoringPolicy,
     ShapeOutcome,
     combine,
-    solve_rate,
     summarise,
 )
 from submissions.models import Candidate, ShapeResult, Submission
@@ -205,26 +212,27 @@ def dsl_labels(submission_ids: Sequence[int]) -> dict[int, str]:
 def dsl_rates(*, release: Release, hardware: HardwareProfile) -> list[dict[str, Any]]:
     """Per declared DSL, over every file submitted to this board (ranked mode, teams shown):
     the share of shapes correct beside the share correct and native, the comparison the
-    Atrex paper makes (a model mostly correct, far less often in the target DSL)."""
-    latest = ShapeResult.objects.filter(
-        attempt=F("job__attempts"), job__candidate__submission__release=release,
-        job__candidate__submission__hardware=hardware,
-        job__candidate__submission__mode=Submission.Mode.RANKED,
-        job__candidate__submission__baseline="",
-        job__candidate__submission__team__hidden=False)
-    counts = (latest.values("job__candidate__dsl")
-              .annotate(shapes=Count("id"), files=Count("job__candidate", distinct=True),
-                        correct=Count("id", filter=Q(status="passed")),
-                        native=Count("id", filter=Q(status="passed", verdict="native")),
-                        unverified=Count("id", filter=Q(status="passed",
-                                                        verdict="unverified-cpu")))
-              .order_by("job__candidate__dsl"))
-    return [{"dsl": c["job__candidate__dsl"],
-             "dsl_name": DSL_LABELS.get(c["job__candidate__dsl"], c["job__candidate__dsl"]),
-             "files": c["files"], "shapes": c["shapes"],
-             "correctness_rate": c["correct"] / c["shapes"],
-             "adoption_rate": c["native"] / c["shapes"],
-             "unverified_rate": c["unverified"] / c["shapes"]} for c in counts]
+    Atrex paper makes (a model mostly correct, far less often in the target DSL).
+
+    Read from the board's kept totals (BoardTally, one row per DSL), less the tallies of
+    hidden teams' submissions: two indexed queries, whatever the number of results."""
+    totals = {t.dsl: [t.files, t.shapes, t.correct, t.native, t.unverified]
+              for t in BoardTally.objects.filter(release=release, hardware=hardware)}
+    hidden = (ScoreSummary.objects
+              .filter(submission__release=release, submission__hardware=hardware,
+                      submission__mode=Submission.Mode.RANKED, submission__baseline="",
+                      submission__team__hidden=True)
+              .values_list("tally", flat=True))
+    for tally in hidden:
+        for dsl, counts in (tally or {}).items():
+            total = totals.setdefault(dsl, [0] * 5)
+            for i, count in enumerate(counts):
+                total[i] -= count
+    return [{"dsl": dsl, "dsl_name": DSL_LABELS.get(dsl, dsl), "files": files, "shapes": shapes,
+             "correctness_rate": correct / shapes, "adoption_rate": native / shapes,
+             "unverified_rate": unverified / shapes}
+            for dsl, (files, shapes, correct, native, unverified) in sorted(totals.items())
+            if shapes > 0]
 
 
 def _rankable(score: dict[str, Any]) -> bool:
@@ -433,42 +441,44 @@ def _csv_cell(value: Any) -> Any:
 def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
                    operator: str) -> dict[str, Any]:
     """Best S_op per team (`best_first`, the correctness being this operator's), and the
-    operator's difficulty across teams."""
-    scores = list(SubmissionScore.objects
-                  .filter(weight_set=weight_set, **RANKABLE, **ON_BOARDS,
-                          submission__hardware=hardware, submission__release=release,
-                          submission__team__hidden=False, submission__baseline="",
-                          submission__candidates__operator__name=operator)
-                  .select_related("submission__team", "submission__hardware"))
-    # the shapes each job covers, unevaluated ones of a cancelled job included
-    by_submission = scoring_context(release).outcomes_by_submission([s.submission for s in scores])
-    outcomes = {pk: [o for o in shapes if o.operator == operator and not o.hidden]
-                for pk, shapes in by_submission.items()}
-    correctness = {pk: (sum(o.correct for o in shapes) / len(shapes) if shapes else 0.0)
-                   for pk, shapes in outcomes.items()}
-    best: dict[int, tuple[tuple[float, ...], float | None, SubmissionScore]] = {}
-    for score in scores:
-        value = (score.by_operator or {}).get(operator)
-        team = score.submission.team_id
-        key = best_first(value, correctness[score.submission_id], score.submission.created_at)
+    operator's difficulty across teams. Reads its operator's stored rows only
+    (OperatorSummary, written with each submission's summary; S_op, its interval and the
+    generalisation flag do not depend on the weights), best per team chosen by the database
+    on PostgreSQL."""
+    op = Operator.objects.filter(release=release, name=operator).first()
+    rows_in = (OperatorSummary.objects
+               .filter(operator=op, hardware=hardware, on_board=True, rankable=True,
+                       team__hidden=False)
+               .values("submission_id", "team_id", "team__name", "created_at", "score",
+                       "correctness_rate", "solved", "hidden_score", "interval",
+                       "not_generalising"))
+    if connection.vendor == "postgresql":
+        rows_in = rows_in.order_by("team_id", Coalesce(F("score"), 0.0).desc(),
+                                   F("score").asc(nulls_first=True),
+                                   F("correctness_rate").desc(),
+                                   F("created_at").desc()).distinct("team_id")
+    best: dict[int, tuple[tuple[float, ...], dict[str, Any]]] = {}
+    entry: dict[str, Any]
+    for entry in rows_in:  # type: ignore[assignment]  # plain rows
+        key = best_first(entry["score"], entry["correctness_rate"], entry["created_at"])
+        team = entry["team_id"]
         if team not in best or key < best[team][0]:
-            best[team] = (key, value, score)
-    ordered = sorted(best.values(), key=lambda item: ranked_order(
-        item[1], correctness[item[2].submission_id], item[2].submission.created_at))
+            best[team] = (key, entry)
+    ordered = sorted((entry for _, entry in best.values()), key=lambda e: ranked_order(
+        e["score"], e["correctness_rate"], e["created_at"]))
     rows: list[dict[str, Any]] = [
-        {"rank": None, "team": s.submission.team.name, "submission": s.submission.pk,
-         "score": value, "correctness_rate": correctness[s.submission_id],
-         "date": s.submission.created_at.date().isoformat(),
-         "badges": ["does not generalise"] if operator in (s.not_generalising or []) else [],
-         "hidden_score": (s.hidden_by_operator or {}).get(operator),
-         "interval": ((s.intervals or {}).get("by_operator") or {}).get(operator),
-         "ranked_by": "score"}
-        for _, value, s in ordered]
+        {"rank": None, "team": e["team__name"], "submission": e["submission_id"],
+         "score": e["score"], "correctness_rate": e["correctness_rate"],
+         "date": e["created_at"].date().isoformat(),
+         "badges": ["does not generalise"] if e["not_generalising"] else [],
+         "hidden_score": e["hidden_score"], "interval": e["interval"], "ranked_by": "score"}
+        for e in ordered]
     assign_ranks(rows)
-    values = [value for _, value, _ in ordered if value is not None]
+    values = [e["score"] for e in ordered if e["score"] is not None]
     return {
         "operator": operator, "rows": rows, "teams": len(rows),
-        "solve_rate": solve_rate([outcomes[s.submission_id] for _, _, s in ordered])
+        # solve_rate's share: teams whose candidate is correct and native on every shape
+        "solve_rate": sum(e["solved"] for e in ordered) / len(ordered)
         if ordered else None,  # no team: nothing solved or unsolved yet
         "median_score": statistics.median(values) if values else None,
         # how many hidden shapes the operator has: all a page says of them, beside the
@@ -496,20 +506,17 @@ def operator_baselines(*, release: Release, hardware: HardwareProfile, weight_se
         kind = score.submission.baseline
         chosen.setdefault((kind, score.submission.agent if kind == Submission.Baseline.LIBRARY
                            else ""), score)
-    outcomes = scoring_context(release).outcomes_by_submission(
-        [score.submission for score in chosen.values()])
-    rows = []
-    for (kind, _), score in chosen.items():
-        shapes = [o for o in outcomes.get(score.submission_id, [])
-                  if o.operator == operator and not o.hidden]
-        rows.append({"team": baseline_label(kind, score.submission.agent, labels),
-                     "submission": score.submission_id,
-                     "score": (score.by_operator or {}).get(operator),
-                     "hidden_score": (score.hidden_by_operator or {}).get(operator),
-                     "correctness_rate": (sum(o.correct for o in shapes) / len(shapes)
-                                          if shapes else 0.0),
-                     "date": score.submission.created_at.date().isoformat()})
-    return rows
+    correctness = dict(OperatorSummary.objects
+                       .filter(operator__release=release, operator__name=operator,
+                               submission_id__in=[s.submission_id for s in chosen.values()])
+                       .values_list("submission_id", "correctness_rate"))
+    return [{"team": baseline_label(kind, score.submission.agent, labels),
+             "submission": score.submission_id,
+             "score": (score.by_operator or {}).get(operator),
+             "hidden_score": (score.hidden_by_operator or {}).get(operator),
+             "correctness_rate": correctness.get(score.submission_id, 0.0),
+             "date": score.submission.created_at.date().isoformat()}
+            for (kind, _), score in chosen.items()]
 
 
 def rank_changes(*, release: Release, hardware: HardwareProfile, before: WeightSet,
@@ -530,24 +537,23 @@ def rank_changes(*, release: Release, hardware: HardwareProfile, before: WeightS
 
 def recorded_on_boards(*, release: Release, hardware: HardwareProfile) -> list[str]:
     """recorded_sources of every submission on the release's boards for `hardware` (the
-    analysis, "what changed" and operator pages, which draw on all of them)."""
-    return recorded_sources(list(Submission.objects.filter(
-        release=release, hardware=hardware, mode=Submission.Mode.RANKED)
-        .values_list("pk", flat=True)))
+    analysis, "what changed" and operator pages, which draw on all of them): the board's
+    kept totals (BoardRecorded)."""
+    return sorted(BoardRecorded.objects.filter(release=release, hardware=hardware,
+                                               submissions__gt=0)
+                  .values_list("source", flat=True))
 
 
 def recorded_sources(submission_ids: list[int]) -> list[str]:
     """Where and how the recorded results among these submissions' were measured
     (leaderboard/demo.py: results measured elsewhere and loaded, not evaluated by this
-    portal), one line per source: "NVIDIA H200, 2026-12-02, evaluator of …: path"."""
+    portal), one line per source: "NVIDIA H200, 2026-12-02, evaluator of …: path". Read
+    from their stored summaries (ScoreSummary.recorded), one row per submission."""
     if not submission_ids:
         return []
-    recorded = (ShapeResult.objects
-                .filter(job__candidate__submission_id__in=submission_ids,
-                        raw__recorded__isnull=False)
-                .values_list("raw__recorded", flat=True).distinct())
-    return sorted({f"{r['gpu']}, {r['date']}, {r['evaluator']}: {r['source']}"
-                   for r in recorded if isinstance(r, dict)})
+    recorded = (ScoreSummary.objects.filter(submission_id__in=submission_ids)
+                .exclude(recorded=[]).values_list("recorded", flat=True))
+    return sorted({source for sources in recorded for source in sources or ()})
 
 
 def submission_charts(submission: Submission) -> dict[str, Any]:

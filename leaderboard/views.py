@@ -23,6 +23,7 @@ from leaderboard.board_requests import (
     BOARD_CACHE_S,
     analysis_data,
     board_data,
+    board_kinds,
     operator_board_data,
     rank_changes_data,
     release_and_hardware,
@@ -151,7 +152,7 @@ def board_page(request: HtmxRequest, pk: int, hardware: str,
             "query": query.urlencode()})
 
     table_html = derived_cache.remember(
-        derived_cache.BOARDS, f"table:{data['cache_key']}:{page_number}:{sort}:"
+        board_kinds(release, data["hardware"]), f"table:{data['cache_key']}:{page_number}:{sort}:"
         f"{query.urlencode()}", table, BOARD_CACHE_S)
     # Sorting and paging swap the table; boosted links (other boards, weights, all/best per
     # team) swap the whole body, so they get the full page.
