@@ -281,7 +281,28 @@ def _badges(score: dict[str, Any]) -> list[str]:
 
 def board_has_shapes(release: Release, hardware: HardwareProfile, board: str) -> bool:
     """Whether any shape this deployment evaluates falls in the subset `board` ranks."""
-    return bool(scoring_context(release).subset_operators(hardware).get(board))
+    return board in boards_with_shapes(release, hardware)
+
+
+def boards_with_shapes(release: Release, hardware: HardwareProfile) -> frozenset[str]:
+    """The subset boards any shape of the release's scored tier falls in on `hardware`.
+
+    Worked out once per process for a release and a hardware profile's figures (a
+    ScoringContext reads every operator's shapes and works out their regimes: some 250
+    queries): a release's shapes never change once imported, and a profile whose peaks
+    change is another key."""
+    key = (release.pk, hardware.pk, repr(hardware.as_spec()))
+    found = _BOARDS_WITH_SHAPES.get(key)
+    if found is None:
+        subsets = scoring_context(release).subset_operators(hardware)
+        found = frozenset(name for name, operators in subsets.items() if operators)
+        if len(_BOARDS_WITH_SHAPES) > 256:
+            _BOARDS_WITH_SHAPES.clear()
+        _BOARDS_WITH_SHAPES[key] = found
+    return found
+
+
+_BOARDS_WITH_SHAPES: dict[tuple[int, int, str], frozenset[str]] = {}
 
 
 def baseline_rows(*, release: Release, hardware: HardwareProfile,
