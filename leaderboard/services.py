@@ -246,17 +246,26 @@ def _rebuild_batch(release: Release, chosen: list[Submission],
         before = {pk: (tally, recorded) for pk, tally, recorded in ScoreSummary.objects
                   .filter(submission_id__in=[s.pk for s in chosen])
                   .values_list("submission_id", "tally", "recorded")}
+        after = {s.pk: _board_share(s, context) for s in chosen}
         ScoreSummary.objects.bulk_create(
             [ScoreSummary(submission_id=s.pk, summary=summaries[s.pk].as_json(),
-                          tally=context.tallies.get(s.pk, {}),
-                          recorded=sorted(context.recorded.get(s.pk, ())))
-             for s in chosen],
+                          tally=after[s.pk][0], recorded=after[s.pk][1]) for s in chosen],
             update_conflicts=True, unique_fields=["submission"],
             update_fields=["summary", "tally", "recorded"], batch_size=2000)
         OperatorSummary.objects.filter(submission_id__in=[s.pk for s in chosen]).delete()
         OperatorSummary.objects.bulk_create(operator_rows, batch_size=5000)
-        _board_totals_change(release, chosen, before, context)
+        _board_totals_change(release, chosen, before, after)
     return summaries
+
+
+def _board_share(submission: Submission, context: ScoringContext
+                 ) -> tuple[dict[str, list[int]], list[str]]:
+    """What a submission adds to its board's totals, as its summary keeps it: its tallies
+    where the per-DSL rates count it (ranked mode, not a baseline), its recorded sources
+    where the boards show it (ranked mode)."""
+    ranked = submission.mode == Submission.Mode.RANKED
+    return (context.tallies.get(submission.pk, {}) if ranked and not submission.baseline else {},
+            sorted(context.recorded.get(submission.pk, ())) if ranked else [])
 
 
 def _operator_rows(release: Release, submission: Submission, summary: SubmissionSummary,
@@ -293,21 +302,19 @@ def _operator_rows(release: Release, submission: Submission, summary: Submission
 
 def _board_totals_change(release: Release, chosen: list[Submission],
                          before: dict[int, tuple[dict[str, list[int]], list[str]]],
-                         context: ScoringContext) -> None:
-    """Add each submission's new tallies and sources to its board's totals, less its old."""
+                         after: dict[int, tuple[dict[str, list[int]], list[str]]]) -> None:
+    """Add each submission's new share of its board's totals, less its old one."""
     tallies: dict[tuple[int, str], list[int]] = {}
     sources: dict[tuple[int, str], int] = {}
     for s in chosen:
-        if s.mode != Submission.Mode.RANKED:
-            continue
         old_tally, old_recorded = before.get(s.pk, ({}, []))
-        if not s.baseline:
-            for sign, tally in ((-1, old_tally or {}), (1, context.tallies.get(s.pk, {}))):
-                for dsl, counts in tally.items():
-                    total = tallies.setdefault((s.hardware_id, dsl), [0] * 5)
-                    for i, count in enumerate(counts):
-                        total[i] += sign * count
-        for sign, recorded in ((-1, old_recorded or []), (1, context.recorded.get(s.pk, ()))):
+        new_tally, new_recorded = after[s.pk]
+        for sign, tally in ((-1, old_tally or {}), (1, new_tally)):
+            for dsl, counts in tally.items():
+                total = tallies.setdefault((s.hardware_id, dsl), [0] * 5)
+                for i, count in enumerate(counts):
+                    total[i] += sign * count
+        for sign, recorded in ((-1, old_recorded or []), (1, new_recorded)):
             for source in recorded:
                 sources[(s.hardware_id, source)] = sources.get((s.hardware_id, source), 0) + sign
     changes = {key: counts for key, counts in tallies.items() if any(counts)}
@@ -333,16 +340,14 @@ def board_totals_recompute(release: Release) -> None:
     streamed). Writes never need it: they change the totals by the difference."""
     tallies: dict[tuple[int, str], list[int]] = {}
     sources: dict[tuple[int, str], int] = {}
-    rows = (ScoreSummary.objects.filter(submission__release=release,
-                                        submission__mode=Submission.Mode.RANKED)
-            .values_list("submission__hardware_id", "submission__baseline", "tally", "recorded")
+    rows = (ScoreSummary.objects.filter(submission__release=release)
+            .values_list("submission__hardware_id", "tally", "recorded")
             .iterator(chunk_size=2000))
-    for hardware_id, baseline, tally, recorded in rows:
-        if not baseline:
-            for dsl, counts in (tally or {}).items():
-                total = tallies.setdefault((hardware_id, dsl), [0] * 5)
-                for i, count in enumerate(counts):
-                    total[i] += count
+    for hardware_id, tally, recorded in rows:
+        for dsl, counts in (tally or {}).items():
+            total = tallies.setdefault((hardware_id, dsl), [0] * 5)
+            for i, count in enumerate(counts):
+                total[i] += count
         for source in recorded or ():
             sources[(hardware_id, source)] = sources.get((hardware_id, source), 0) + 1
     with transaction.atomic():
