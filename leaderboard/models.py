@@ -86,10 +86,20 @@ class SubmissionScore(models.Model):
                             help_text="the narrowest tier holding every shape that earned "
                                       "(leaderboard/tiers.py); null: none earned")
     computed_at = models.DateTimeField(auto_now=True)
+    # The submission's, copied: a board finds each team's best row with one index probe per
+    # team (the board_best_* indexes), whatever the number of submissions
+    # (leaderboard/selectors.py, `best_per_team`).
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, null=True, related_name="+",
+                             db_index=False)
+    hardware = models.ForeignKey(HardwareProfile, on_delete=models.CASCADE, null=True,
+                                 related_name="+", db_index=False)
+    created_at = models.DateTimeField(null=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["submission", "weight_set"],
                                                name="one_score_per_weight_set")]
+        # and, on PostgreSQL, one board_best_<board> index per board's score
+        # (migration 0009_board_best_per_team; SQLite has no NULLS FIRST in an index)
         indexes = [models.Index(fields=["weight_set", "-aggregate"])]
 
 
@@ -171,6 +181,7 @@ class OperatorSummary(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["submission", "operator"],
                                                name="one_operator_summary")]
+        # and, on PostgreSQL, operator_board_best (migration 0009_board_best_per_team)
         indexes = [models.Index(fields=["operator", "hardware", "team"],
                                 condition=Q(on_board=True, rankable=True),
                                 name="operator_board_rows")]

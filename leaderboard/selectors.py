@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import F
+from django.db.models import F, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from evaluation.catalog.models import HardwareProfile, Operator, Release
@@ -37,6 +37,7 @@ from leaderboard.scoring import (
     combine,
     summarise,
 )
+from portal.accounts.models import Team
 from submissions.models import Candidate, ShapeResult, Submission
 from submissions.selectors import active_weights_score
 
@@ -141,13 +142,13 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     if not all_submissions:
         scores = scores.filter(**RANKABLE)
         if connection.vendor == "postgresql":
-            # The best submission per team (best_first), chosen by the database: one row per
-            # team comes back.
-            scores = scores.order_by("submission__team_id", Coalesce(F(board), 0.0).desc(),
-                                     F(board).asc(nulls_first=True),
-                                     F("correctness_rate").desc(),
-                                     F("submission__created_at").desc()
-                                     ).distinct("submission__team_id")
+            # The best submission per team (best_first), chosen by the database: one index
+            # probe per shown team (the board_best_* index of the board's score), whatever
+            # the number of submissions; one row per team comes back.
+            best_rows = best_per_team(
+                scores.filter(weight_set=weight_set, hardware=hardware), board,
+                "correctness_rate", "created_at")
+            scores = scores.filter(pk__in=best_rows)
     best: dict[int, dict[str, Any]] = {}
     for score in scores:
         team = score["submission__team_id"]
@@ -169,6 +170,20 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     for row in rows:
         row["dsl"] = labels.get(row["submission"], "")
     return rows
+
+
+def best_per_team(rows: QuerySet[Any, Any], score: str, correctness: str,
+                  created: str) -> QuerySet[Any, Any]:
+    """The primary keys of each shown team's best row among `rows` (a query over a table with
+    a `team` column), best by `best_first` over the named columns: a correlated subquery per
+    team, which an index on (..., team, COALESCE(score, 0) DESC, score NULLS FIRST,
+    correctness DESC, created DESC) answers with one probe (PostgreSQL)."""
+    best = (rows.filter(team_id=OuterRef("pk"))
+            .order_by(Coalesce(F(score), Value(0.0)).desc(), F(score).asc(nulls_first=True),
+                      F(correctness).desc(), F(created).desc())
+            .values("pk")[:1])
+    return (Team.objects.filter(hidden=False).annotate(best=Subquery(best))
+            .filter(best__isnull=False).values("best"))
 
 
 def assign_ranks(rows: list[dict[str, Any]]) -> None:
@@ -474,10 +489,10 @@ def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: W
                        "correctness_rate", "solved", "hidden_score", "interval",
                        "not_generalising"))
     if connection.vendor == "postgresql":
-        rows_in = rows_in.order_by("team_id", Coalesce(F("score"), 0.0).desc(),
-                                   F("score").asc(nulls_first=True),
-                                   F("correctness_rate").desc(),
-                                   F("created_at").desc()).distinct("team_id")
+        rows_in = rows_in.filter(pk__in=best_per_team(
+            OperatorSummary.objects.filter(operator=op, hardware=hardware, on_board=True,
+                                           rankable=True),
+            "score", "correctness_rate", "created_at"))
     best: dict[int, tuple[tuple[float, ...], dict[str, Any]]] = {}
     entry: dict[str, Any]
     for entry in rows_in:  # type: ignore[assignment]  # plain rows

@@ -135,13 +135,15 @@ def rescore_weight_set(weight_set: WeightSet) -> int:
                                                  submission_id__gt=last)
                      .order_by("submission_id")
                      .values_list("submission_id", "summary", "submission__hardware_id",
-                                  "submission__ranking_excluded")[:RESCORE_BATCH])
+                                  "submission__ranking_excluded", "submission__team_id",
+                                  "submission__created_at")[:RESCORE_BATCH])
         if not batch:
             break
         last = batch[-1][0]
         rows = [_score_row(weight_set, pk, SubmissionSummary.from_json(data),
-                           context.subset_operators(hardware[hardware_id]), excluded=excluded)
-                for pk, data, hardware_id, excluded in batch]
+                           context.subset_operators(hardware[hardware_id]), excluded=excluded,
+                           placed=(team_id, hardware_id, created_at))
+                for pk, data, hardware_id, excluded, team_id, created_at in batch]
         _insert_scores(rows)
         count += len(rows)
     derived_cache.changed(derived_cache.BOARDS)
@@ -187,10 +189,14 @@ def rescore_submission(submission: Submission) -> None:
         subsets = context.subset_operators(submission.hardware)
         for weight_set in submission.release.weight_sets.all():
             row = _score_row(weight_set, submission.pk, summary, subsets,
-                             excluded=submission.ranking_excluded)
+                             excluded=submission.ranking_excluded,
+                             placed=(submission.team_id, submission.hardware_id,
+                                     submission.created_at))
             SubmissionScore.objects.update_or_create(
                 submission=submission, weight_set=weight_set,
-                defaults={f: getattr(row, f) for f in SCORE_FIELDS})
+                defaults={**{f: getattr(row, f) for f in SCORE_FIELDS},
+                          "team_id": row.team_id, "hardware_id": row.hardware_id,
+                          "created_at": row.created_at})
         derived_cache.changed(derived_cache.board(submission.release_id,
                                                   submission.hardware_id))
         derived_cache.changed(derived_cache.OVERVIEW)
@@ -403,11 +409,16 @@ def _policy(release: Release, submission: Submission) -> ScoringPolicy:
 
 
 def _score_row(weight_set: WeightSet, submission_id: int, summary: SubmissionSummary,
-               subsets: Mapping[str, set[str]], *, excluded: bool = False) -> SubmissionScore:
+               subsets: Mapping[str, set[str]], *, excluded: bool = False,
+               placed: tuple[int, int, Any] = (0, 0, None)) -> SubmissionScore:
+    """The score row; `placed`: the submission's team, hardware and date, copied onto it."""
     score = combine(summary, weight_set.weights, subsets, excluded=excluded,
                     generalisation_factor=weight_set.release.generalisation_factor)
     values = {f: getattr(score, f) for f in SCORE_FIELDS}
+    team_id, hardware_id, created_at = placed
     return SubmissionScore(submission_id=submission_id, weight_set=weight_set,
+                           team_id=team_id or None, hardware_id=hardware_id or None,
+                           created_at=created_at,
                            **{**values, "by_operator": dict(score.by_operator)})
 
 
