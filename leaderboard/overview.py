@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, F
+from django.db.models import Count, F, Q
 
 from evaluation.catalog.models import HardwareProfile, Release, Shape
 from evaluation.catalog.selectors import DEV_TIER
@@ -205,15 +205,19 @@ def shape_coverage(release: Release, submission_ids: list[int]) -> dict[int, Cov
         .values("operator__name").annotate(n=Count("id")).values_list("operator__name", "n"))
     covered: dict[int, dict[str, int]] = {pk: {} for pk in submission_ids}
     dev: dict[int, int] = {}
+    # counted by the database: one row per submission and operator comes back
+    dev_shape = Q(shape__shape_id__startswith=DEV_PREFIX)
     results = (ShapeResult.objects.filter(job__candidate__submission_id__in=submission_ids,
                                           attempt=F("job__attempts"))
+               .values("job__candidate__submission_id", "job__candidate__operator__name")
+               .annotate(scored=Count("id", filter=~dev_shape), dev=Count("id", filter=dev_shape))
                .values_list("job__candidate__submission_id", "job__candidate__operator__name",
-                            "shape__shape_id"))
-    for submission, operator, shape_id in results:
-        if shape_id.startswith(DEV_PREFIX):
-            dev[submission] = dev.get(submission, 0) + 1
-        else:
-            covered[submission][operator] = covered[submission].get(operator, 0) + 1
+                            "scored", "dev").order_by())
+    for submission, operator, scored, dev_count in results:
+        if dev_count:
+            dev[submission] = dev.get(submission, 0) + dev_count
+        if scored:
+            covered[submission][operator] = covered[submission].get(operator, 0) + scored
     return {pk: Coverage(covered=ops, totals=totals,
                          dev_only=not ops and bool(dev.get(pk)))
             for pk, ops in covered.items()}

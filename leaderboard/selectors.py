@@ -12,7 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import F, OuterRef, QuerySet, Subquery, Value
+from django.db.models import Count, F, Min, OuterRef, QuerySet, Subquery, Value
+from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Coalesce
 
 from evaluation.catalog.models import HardwareProfile, Operator, Release
@@ -81,7 +82,7 @@ _BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name
                  "submission__created_at", "submission__output_tokens", "submission__agent",
                  "submission__model_name", "ranked", "complete", "unevaluated_shapes", "lost_jobs",
                  "interpreter_jobs", "mixed_shapes", "fallback_shapes", "submission__environment",
-                 "intervals", "not_generalising", "excluded", "submission__ranking_excluded_reason",
+                 "not_generalising", "excluded", "submission__ranking_excluded_reason",
                  "library_shapes", "tier", *NUMBER_COLUMNS)
 # What a board ranks: whole evaluations, none quarantined, measured on the hardware (a run in
 # Triton's CPU interpreter is a check of correctness and adoption, with no time to rank).
@@ -130,7 +131,9 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
               .filter(weight_set=weight_set, submission__hardware=hardware,
                       submission__release=release, submission__team__hidden=False,
                       submission__baseline="", **ON_BOARDS)
-              .values(*_BOARD_FIELDS))  # plain rows: a board can hold 10,000 submissions
+              # plain rows (a board can hold 100,000 submissions), each with the board's
+              # own interval only (the stored intervals hold every operator's too)
+              .values(*_BOARD_FIELDS, interval=KeyTransform(board, "intervals")))
     freeze = board_freeze(release, hardware)
     if freeze is not None:
         scores = scores.filter(submission__created_at__lte=freeze.frozen_at)
@@ -162,7 +165,7 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
         *ranked_order(s[board], s["correctness_rate"], s["submission__created_at"])))
     rows = [_row(score, rank=None) for score in ordered]
     for row, score in zip(rows, ordered, strict=True):
-        row["interval"], row["ranked_by"] = (score["intervals"] or {}).get(board), board
+        row["interval"], row["ranked_by"] = score["interval"], board
     assign_ranks([row for row, score in zip(rows, ordered, strict=True) if _rankable(score)])
     if sort in NUMBER_COLUMNS and sort != board:
         rows.sort(key=lambda r: -(r[sort] if r[sort] is not None else -1.0))
@@ -214,14 +217,24 @@ def assign_ranks(rows: list[dict[str, Any]]) -> None:
 
 def dsl_labels(submission_ids: Sequence[int]) -> dict[int, str]:
     """Each submission's DSL as a board shows it: one name, or each file's where they mix."""
+    # one row per submission from the database; each file's only where its files mix DSLs
+    labels, mixed = {}, []
+    for submission, dsls, dsl in (Candidate.objects.filter(submission_id__in=submission_ids)
+                                  .values("submission_id")
+                                  .annotate(dsls=Count("dsl", distinct=True), first=Min("dsl"))
+                                  .values_list("submission_id", "dsls", "first").order_by()):
+        if dsls == 1:
+            labels[submission] = dsl
+        else:
+            mixed.append(submission)
     files: dict[int, list[tuple[str, str]]] = {}
-    for submission, operator, dsl in (Candidate.objects.filter(submission_id__in=submission_ids)
+    for submission, operator, dsl in (Candidate.objects.filter(submission_id__in=mixed)
                                       .order_by("operator__name")
                                       .values_list("submission_id", "operator__name", "dsl")):
         files.setdefault(submission, []).append((operator, dsl))
-    return {submission: (pairs[0][1] if len({d for _, d in pairs}) == 1
-                         else ", ".join(f"{op}: {d}" for op, d in pairs))
-            for submission, pairs in files.items()}
+    labels.update({submission: ", ".join(f"{op}: {d}" for op, d in pairs)
+                   for submission, pairs in files.items()})
+    return labels
 
 
 def dsl_rates(*, release: Release, hardware: HardwareProfile) -> list[dict[str, Any]]:
