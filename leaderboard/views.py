@@ -293,7 +293,14 @@ def _weights_post(request: HttpRequest, release: Release) -> None:
 def operator_board_page(request: HttpRequest, pk: int, hardware: str,
                         operator: str) -> HttpResponse:
     data = operator_board_data(request.GET, pk, hardware, operator)
-    return render(request, "leaderboard/operator_board.html", {**data, **_recorded(data)})
+    # its rows rendered once per board version (a board can hold 1,000 teams' rows)
+    table_html = derived_cache.remember(
+        board_kinds(data["release"], data["hardware"]),
+        f"operator-table:{data['release'].pk}:{data['hardware'].pk}:{data['weight_set'].pk}:"
+        f"{operator}", lambda: render_to_string("leaderboard/_operator_table.html", data),
+        BOARD_CACHE_S)
+    return render(request, "leaderboard/operator_board.html",
+                  {**data, **_recorded(data), "table_html": table_html})
 
 
 def _recorded(data: dict[str, Any]) -> dict[str, list[str]]:
