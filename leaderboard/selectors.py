@@ -176,17 +176,19 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
 
 
 def best_per_team(rows: QuerySet[Any, Any], score: str, correctness: str,
-                  created: str) -> QuerySet[Any, Any]:
+                  created: str) -> list[int]:
     """The primary keys of each shown team's best row among `rows` (a query over a table with
     a `team` column), best by `best_first` over the named columns: a correlated subquery per
     team, which an index on (..., team, COALESCE(score, 0) DESC, score NULLS FIRST,
-    correctness DESC, created DESC) answers with one probe (PostgreSQL)."""
+    correctness DESC, created DESC) answers with one probe (PostgreSQL). Read apart from the
+    rows themselves, which are then fetched by primary key (inside one query the planner
+    read every row of the table to join them)."""
     best = (rows.filter(team_id=OuterRef("pk"))
             .order_by(Coalesce(F(score), Value(0.0)).desc(), F(score).asc(nulls_first=True),
                       F(correctness).desc(), F(created).desc())
             .values("pk")[:1])
-    return (Team.objects.filter(hidden=False).annotate(best=Subquery(best))
-            .filter(best__isnull=False).values("best"))
+    return [pk for pk in Team.objects.filter(hidden=False).annotate(best=Subquery(best))
+            .values_list("best", flat=True) if pk is not None]
 
 
 def assign_ranks(rows: list[dict[str, Any]]) -> None:
