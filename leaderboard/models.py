@@ -177,6 +177,10 @@ class OperatorSummary(models.Model):
     hidden_score = models.FloatField(null=True)
     interval = models.JSONField(null=True)
     not_generalising = models.BooleanField(default=False)
+    # its latest public results: of the scored tier, and of the dev tier (a board row's
+    # coverage note, leaderboard/overview.py `shape_coverage`)
+    covered = models.PositiveIntegerField(default=0)
+    dev_covered = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["submission", "operator"],

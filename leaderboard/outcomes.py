@@ -11,12 +11,14 @@ from typing import Any
 from django.db.models import F
 
 from evaluation.catalog.models import HardwareProfile, Operator, Release
-from evaluation.catalog.selectors import SCORED_TIER, evaluated_shape_ids
+from evaluation.catalog.selectors import DEV_TIER, SCORED_TIER, evaluated_shape_ids
 from evaluation.harness import roofline
 from evaluation.harness.release import ShapeRoofline
 from evaluation.harness.results import UNVERIFIED_ON_CPU
 from leaderboard.scoring import BALANCED, COMPUTE, MEMORY, ShapeOutcome, attainment_error
 from submissions.models import EvaluationJob, ShapeResult, Submission
+
+DEV_PREFIX = DEV_TIER.rstrip("*")  # "dev-": the dev tier's ids start with it
 
 
 class ScoringContext:
@@ -53,6 +55,8 @@ class ScoringContext:
         self.tallies: dict[int, dict[str, list[int]]] = {}
         self.recorded: dict[int, set[str]] = {}
         self.job_operators: dict[int, set[str]] = {}
+        # per submission and operator: its latest public results [scored tier, dev tier]
+        self.coverage: dict[int, dict[str, list[int]]] = {}
         self._regimes: dict[tuple[str, str, str], str | None] = {}
         self._subsets: dict[str, dict[str, set[str]]] = {}
 
@@ -91,7 +95,8 @@ class ScoringContext:
         for job_id, shape_id, *result, secret_shape, source in rows:
             results[job_id][shape_id] = tuple(result)
             if not secret_shape:  # what the boards' public counts see (ShapeResult.objects)
-                counts = public.setdefault(job_id, [0, 0, 0, 0])
+                counts = public.setdefault(job_id, [0, 0, 0, 0, 0])
+                counts[4] += shape_id.startswith(DEV_PREFIX)
                 passed = result[0] == "passed"
                 counts[0] += 1
                 counts[1] += passed
@@ -103,6 +108,7 @@ class ScoringContext:
         self.tallies = {pk: {} for pk in grouped}
         self.recorded = {pk: set() for pk in grouped}
         self.job_operators = {pk: set() for pk in grouped}
+        self.coverage = {pk: {} for pk in grouped}
         for job_id, (submission_id, operator_id, status, infrastructure, shape_ids,
                      mode, hidden_ids, dsl) in jobs.items():
             if submission_id not in grouped:
@@ -111,8 +117,11 @@ class ScoringContext:
             if job_id in public:
                 tally = self.tallies[submission_id].setdefault(dsl, [0, 0, 0, 0, 0])
                 tally[0] += 1
-                for i, count in enumerate(public[job_id], start=1):
+                for i, count in enumerate(public[job_id][:4], start=1):
                     tally[i] += count
+                shapes, dev = public[job_id][0], public[job_id][4]
+                self.coverage[submission_id][self.operators[operator_id].name] = \
+                    [shapes - dev, dev]
             self.recorded[submission_id] |= recorded.get(job_id, set())
             if mode == EvaluationJob.Mode.INTERPRETER:
                 self.interpreter_jobs[submission_id] = \

@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, F, Q
+from django.db.models import Count
 
 from evaluation.catalog.models import HardwareProfile, Release, Shape
 from evaluation.catalog.selectors import DEV_TIER
-from leaderboard.models import SubmissionScore, WeightSet
+from leaderboard.models import OperatorSummary, SubmissionScore, WeightSet
 from leaderboard.selectors import (
     ON_BOARDS,
     RANKABLE,
@@ -21,7 +21,7 @@ from leaderboard.selectors import (
     production_baseline,
 )
 from portal import derived_cache
-from submissions.models import Candidate, ShapeResult, Submission
+from submissions.models import Candidate, Submission
 
 INDEX_CACHE_S = 30
 HEADLINE_ROWS = 5
@@ -205,15 +205,10 @@ def shape_coverage(release: Release, submission_ids: list[int]) -> dict[int, Cov
         .values("operator__name").annotate(n=Count("id")).values_list("operator__name", "n"))
     covered: dict[int, dict[str, int]] = {pk: {} for pk in submission_ids}
     dev: dict[int, int] = {}
-    # counted by the database: one row per submission and operator comes back
-    dev_shape = Q(shape__shape_id__startswith=DEV_PREFIX)
-    results = (ShapeResult.objects.filter(job__candidate__submission_id__in=submission_ids,
-                                          attempt=F("job__attempts"))
-               .values("job__candidate__submission_id", "job__candidate__operator__name")
-               .annotate(scored=Count("id", filter=~dev_shape), dev=Count("id", filter=dev_shape))
-               .values_list("job__candidate__submission_id", "job__candidate__operator__name",
-                            "scored", "dev").order_by())
-    for submission, operator, scored, dev_count in results:
+    # kept with each submission's summary: one row per submission and operator
+    for submission, operator, scored, dev_count in (
+            OperatorSummary.objects.filter(submission_id__in=submission_ids)
+            .values_list("submission_id", "operator__name", "covered", "dev_covered")):
         if dev_count:
             dev[submission] = dev.get(submission, 0) + dev_count
         if scored:

@@ -294,8 +294,10 @@ def _operator_rows(release: Release, submission: Submission, summary: Submission
     for outcome in outcomes:
         if not outcome.hidden and outcome.operator in public:
             public[outcome.operator].append(outcome)
+    coverage = context.coverage.get(submission.pk, {})
     return [OperatorSummary(
         submission_id=submission.pk, operator_id=context.operator_ids[op],
+        covered=coverage.get(op, [0, 0])[0], dev_covered=coverage.get(op, [0, 0])[1],
         team_id=submission.team_id, hardware_id=submission.hardware_id,
         created_at=submission.created_at, on_board=on_board, rankable=rankable,
         score=score.by_operator.get(op, 0.0),
