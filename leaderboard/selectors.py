@@ -405,6 +405,23 @@ def production_baseline(*, release: Release, hardware: HardwareProfile,
 
 def _production_outcomes(release: Release,
                          hardware: HardwareProfile) -> tuple[list[ShapeOutcome], set[str]]:
+    """Worked out once per process for a release and a hardware profile's figures (a query
+    per operator): a release's metadata never changes once imported."""
+    key = (release.pk, hardware.pk, repr(hardware.as_spec()))
+    found = _PRODUCTION_OUTCOMES.get(key)
+    if found is None:
+        found = _production_outcomes_read(release, hardware)
+        if len(_PRODUCTION_OUTCOMES) > 256:
+            _PRODUCTION_OUTCOMES.clear()
+        _PRODUCTION_OUTCOMES[key] = found
+    return list(found[0]), set(found[1])
+
+
+_PRODUCTION_OUTCOMES: dict[tuple[int, int, str], tuple[list[ShapeOutcome], set[str]]] = {}
+
+
+def _production_outcomes_read(release: Release,
+                              hardware: HardwareProfile) -> tuple[list[ShapeOutcome], set[str]]:
     profile = hardware.as_spec()
     wanted = _sku(hardware.name)
     outcomes, frameworks = [], set()
