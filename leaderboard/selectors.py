@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import csv
+import hashlib
 import io
 import itertools
 import statistics
@@ -38,6 +39,7 @@ from leaderboard.scoring import (
     combine,
     summarise,
 )
+from portal import derived_cache
 from portal.accounts.models import Team
 from submissions.models import Candidate, ShapeResult, Submission
 from submissions.selectors import active_weights_score
@@ -317,22 +319,23 @@ def board_has_shapes(release: Release, hardware: HardwareProfile, board: str) ->
 def boards_with_shapes(release: Release, hardware: HardwareProfile) -> frozenset[str]:
     """The subset boards any shape of the release's scored tier falls in on `hardware`.
 
-    Worked out once per process for a release and a hardware profile's figures (a
-    ScoringContext reads every operator's shapes and works out their regimes: some 250
-    queries): a release's shapes never change once imported, and a profile whose peaks
-    change is another key."""
-    key = (release.pk, hardware.pk, repr(hardware.as_spec()))
-    found = _BOARDS_WITH_SHAPES.get(key)
-    if found is None:
+    Kept in the cache per release and hardware profile's figures (a ScoringContext reads
+    every operator's shapes and works out their regimes: some 250 queries): a finished job
+    does not change it, only what changes every board does."""
+    def compute() -> frozenset[str]:
         subsets = scoring_context(release).subset_operators(hardware)
-        found = frozenset(name for name, operators in subsets.items() if operators)
-        if len(_BOARDS_WITH_SHAPES) > 256:
-            _BOARDS_WITH_SHAPES.clear()
-        _BOARDS_WITH_SHAPES[key] = found
-    return found
+        return frozenset(name for name, operators in subsets.items() if operators)
+
+    return derived_cache.remember(derived_cache.BOARDS, _release_facts_key(
+        "subset-boards", release, hardware), compute, RELEASE_FACTS_S)
 
 
-_BOARDS_WITH_SHAPES: dict[tuple[int, int, str], frozenset[str]] = {}
+RELEASE_FACTS_S = 3600  # what a release and a hardware profile's figures decide
+
+
+def _release_facts_key(name: str, release: Release, hardware: HardwareProfile) -> str:
+    spec = hashlib.sha256(repr(hardware.as_spec()).encode()).hexdigest()[:16]
+    return f"{name}:{release.pk}:{hardware.pk}:{spec}"
 
 
 def baseline_rows(*, release: Release, hardware: HardwareProfile,
@@ -405,19 +408,11 @@ def production_baseline(*, release: Release, hardware: HardwareProfile,
 
 def _production_outcomes(release: Release,
                          hardware: HardwareProfile) -> tuple[list[ShapeOutcome], set[str]]:
-    """Worked out once per process for a release and a hardware profile's figures (a query
-    per operator): a release's metadata never changes once imported."""
-    key = (release.pk, hardware.pk, repr(hardware.as_spec()))
-    found = _PRODUCTION_OUTCOMES.get(key)
-    if found is None:
-        found = _production_outcomes_read(release, hardware)
-        if len(_PRODUCTION_OUTCOMES) > 256:
-            _PRODUCTION_OUTCOMES.clear()
-        _PRODUCTION_OUTCOMES[key] = found
-    return list(found[0]), set(found[1])
-
-
-_PRODUCTION_OUTCOMES: dict[tuple[int, int, str], tuple[list[ShapeOutcome], set[str]]] = {}
+    """Kept in the cache per release and hardware profile's figures (a query per operator)."""
+    outcomes, frameworks = derived_cache.remember(
+        derived_cache.BOARDS, _release_facts_key("production", release, hardware),
+        lambda: _production_outcomes_read(release, hardware), RELEASE_FACTS_S)
+    return list(outcomes), set(frameworks)
 
 
 def _production_outcomes_read(release: Release,
