@@ -140,9 +140,9 @@ def rescore_weight_set(weight_set: WeightSet) -> int:
         if not batch:
             break
         last = batch[-1][0]
-        rows = [_score_row(weight_set, pk, SubmissionSummary.from_json(data),
-                           context.subset_operators(hardware[hardware_id]), excluded=excluded,
-                           placed=(team_id, hardware_id, created_at))
+        rows = [_score_values(weight_set, pk, SubmissionSummary.from_json(data),
+                              context.subset_operators(hardware[hardware_id]),
+                              excluded=excluded, placed=(team_id, hardware_id, created_at))
                 for pk, data, hardware_id, excluded, team_id, created_at in batch]
         _insert_scores(rows)
         count += len(rows)
@@ -150,31 +150,28 @@ def rescore_weight_set(weight_set: WeightSet) -> int:
     return count
 
 
-def _insert_scores(rows: list[SubmissionScore]) -> None:
-    """New score rows: PostgreSQL's COPY there (a rescore writes every submission's), else
-    bulk_create."""
+def _insert_scores(rows: list[dict[str, Any]]) -> None:
+    """New score rows (their columns' values by attribute name): PostgreSQL's COPY there (a
+    rescore writes every submission's), else bulk_create."""
     if connection.vendor != "postgresql" or not rows:
-        SubmissionScore.objects.bulk_create(rows, batch_size=2000)
+        SubmissionScore.objects.bulk_create([SubmissionScore(**row) for row in rows],
+                                            batch_size=2000)
         return
     now = timezone.now()
-    names = [f.column for f in _SCORE_COPY_FIELDS]
     table = connection.ops.quote_name(SubmissionScore._meta.db_table)
+    columns = ", ".join(column for column, _, _ in _SCORE_COPY_COLUMNS)
     with connection.cursor() as cursor:
         raw = cursor.cursor  # psycopg's own cursor: COPY ... FROM STDIN
-        with raw.copy(f"COPY {table} ({', '.join(names)}) FROM STDIN") as copy:
+        with raw.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             for row in rows:
-                row.computed_at = now
-                copy.write_row([_copy_value(f, row) for f in _SCORE_COPY_FIELDS])
+                row["computed_at"] = now
+                copy.write_row([json.dumps(row[name]) if is_json else row[name]
+                                for _, name, is_json in _SCORE_COPY_COLUMNS])
 
 
-_SCORE_COPY_FIELDS = [f for f in SubmissionScore._meta.concrete_fields if not f.primary_key]
-
-
-def _copy_value(field: models.Field[Any, Any], row: models.Model) -> Any:
-    value = getattr(row, field.attname)
-    if isinstance(field, models.JSONField):
-        return json.dumps(value)
-    return value
+# (column, attribute, JSON?) of every score column but the key
+_SCORE_COPY_COLUMNS = [(f.column, f.attname, isinstance(f, models.JSONField))
+                       for f in SubmissionScore._meta.concrete_fields if not f.primary_key]
 
 
 def rescore_submission(submission: Submission) -> None:
@@ -414,14 +411,25 @@ def _score_row(weight_set: WeightSet, submission_id: int, summary: SubmissionSum
                subsets: Mapping[str, set[str]], *, excluded: bool = False,
                placed: tuple[int, int, Any] = (0, 0, None)) -> SubmissionScore:
     """The score row; `placed`: the submission's team, hardware and date, copied onto it."""
+    return SubmissionScore(**_score_values(weight_set, submission_id, summary, subsets,
+                                           excluded=excluded, placed=placed))
+
+
+def _score_values(weight_set: WeightSet, submission_id: int, summary: SubmissionSummary,
+                  subsets: Mapping[str, set[str]], *, excluded: bool = False,
+                  placed: tuple[int, int, Any] = (0, 0, None)) -> dict[str, Any]:
+    """The score row's values by attribute name (no model built: a rescore writes them all)."""
     score = combine(summary, weight_set.weights, subsets, excluded=excluded,
                     generalisation_factor=weight_set.release.generalisation_factor)
-    values = {f: getattr(score, f) for f in SCORE_FIELDS}
     team_id, hardware_id, created_at = placed
-    return SubmissionScore(submission_id=submission_id, weight_set=weight_set,
-                           team_id=team_id or None, hardware_id=hardware_id or None,
-                           created_at=created_at,
-                           **{**values, "by_operator": dict(score.by_operator)})
+    return {**{f: getattr(score, f) for f in SCORE_FIELDS},
+            "by_operator": dict(score.by_operator), "intervals": dict(score.intervals),
+            "hidden_by_operator": dict(score.hidden_by_operator),
+            "not_generalising": list(score.not_generalising),
+            "generalisation": {op: dict(pair) for op, pair in score.generalisation.items()},
+            "submission_id": submission_id, "weight_set_id": weight_set.pk,
+            "team_id": team_id or None, "hardware_id": hardware_id or None,
+            "created_at": created_at, "computed_at": None}
 
 
 def board_freeze_set(*, release: Release, hardware: HardwareProfile, actor: Any) -> BoardFreeze:
