@@ -340,6 +340,18 @@ def _board_totals_change(release: Release, chosen: list[Submission],
                                      source=source).update(submissions=F("submissions") + n)
 
 
+def summary_leaves_board(summary: ScoreSummary) -> None:
+    """Take a summary's share off its board's totals (it is being deleted)."""
+    submission = (Submission.objects.filter(pk=summary.submission_id)
+                  .select_related("release").first())
+    if submission is None or not (summary.tally or summary.recorded):
+        return
+    _board_totals_change(submission.release, [submission],
+                         {submission.pk: (summary.tally or {}, summary.recorded or [])},
+                         {submission.pk: ({}, [])})
+    derived_cache.changed(derived_cache.board(submission.release_id, submission.hardware_id))
+
+
 def board_totals_recompute(release: Release) -> None:
     """The release's board totals afresh from every submission's stored tallies (a repair;
     streamed). Writes never need it: they change the totals by the difference."""

@@ -364,3 +364,10 @@ def test_activating_weights_reads_no_shape_result(board_world: World) -> None:
     with CaptureQueriesContext(connection) as captured:
         weight_set_activate(weight_set=weights, actor=None)
     assert not any("submissions_shaperesult" in q["sql"] for q in captured.captured_queries)
+
+
+def test_a_deleted_submission_leaves_the_boards_totals(board_world: World) -> None:
+    release, h200 = board_world.release, board_world.h200
+    Submission.objects.filter(team__name="Green").delete()
+    assert dsl_rates(release=release, hardware=h200) == counted_rates(release, h200)
+    assert "cute" not in {r["dsl"] for r in dsl_rates(release=release, hardware=h200)}
