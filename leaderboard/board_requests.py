@@ -37,6 +37,12 @@ from portal.lookup import or_404
 BOARD_CACHE_S = 10
 
 
+def board_kinds(release: Release, hardware: HardwareProfile) -> tuple[str, str]:
+    """What a board's cached entries depend on: every board, and this release's on this
+    hardware (a finished job drops only those: portal/derived_cache.py)."""
+    return derived_cache.BOARDS, derived_cache.board(release.pk, hardware.pk)
+
+
 def release_and_hardware(pk: int, hardware: str) -> tuple[Release, HardwareProfile]:
     return get_object_or_404(Release, pk=pk), get_object_or_404(HardwareProfile, name=hardware)
 
@@ -78,8 +84,9 @@ def board_data(query: Any, pk: int, hardware: str, board: str = "aggregate") -> 
 
     key = (f"{release.pk}:{profile.pk}:{weight_set.pk}:{board}:{int(all_submissions)}:{sort}:"
            f"{dsl or ''}:{tier or ''}")
+    # v3: rows badged "no interval", the generalisation flag's reasons (2026-12-04)
     rows, baselines, rates, recorded = derived_cache.remember(
-        derived_cache.BOARDS, f"board-v2:{key}", compute, BOARD_CACHE_S)  # v2: 4 parts
+        board_kinds(release, profile), f"board-v3:{key}", compute, BOARD_CACHE_S)
     return {"release": release, "hardware": profile, "weight_set": weight_set, "board": board,
             "rows": rows, "freeze": board_freeze(release, profile), "baselines": baselines,
             "cache_key": key, "dsl": dsl, "dsl_rates": rates,
@@ -100,7 +107,7 @@ def operator_board_data(query: Any, pk: int, hardware: str, operator: str) -> di
     get_object_or_404(release.operators, name=operator)
     weight_set = weights_asked(release, query.get("weights"))
     board = derived_cache.remember(
-        derived_cache.BOARDS, f"operator:{release.pk}:{profile.pk}:{weight_set.pk}:{operator}",
+        board_kinds(release, profile), f"operator:{release.pk}:{profile.pk}:{weight_set.pk}:{operator}",
         lambda: operator_board(release=release, hardware=profile, weight_set=weight_set,
                                operator=operator), BOARD_CACHE_S)
     return {"release": release, "hardware": profile, "weight_set": weight_set, **board}

@@ -6,7 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from evaluation.catalog.models import HardwareProfile, Release
+from evaluation.catalog.models import HardwareProfile, Operator, Release
+from portal.accounts.models import Team
 from submissions.models import Submission
 
 
@@ -90,10 +91,20 @@ class SubmissionScore(models.Model):
                             help_text="the narrowest tier holding every shape that earned "
                                       "(leaderboard/tiers.py); null: none earned")
     computed_at = models.DateTimeField(auto_now=True)
+    # The submission's, copied: a board finds each team's best row with one index probe per
+    # team (the board_best_* indexes), whatever the number of submissions
+    # (leaderboard/selectors.py, `best_per_team`).
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, null=True, related_name="+",
+                             db_index=False)
+    hardware = models.ForeignKey(HardwareProfile, on_delete=models.CASCADE, null=True,
+                                 related_name="+", db_index=False)
+    created_at = models.DateTimeField(null=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["submission", "weight_set"],
                                                name="one_score_per_weight_set")]
+        # and, on PostgreSQL, one board_best_<board> index per board's score
+        # (migration 0010_board_best_per_team; SQLite has no NULLS FIRST in an index)
         indexes = [models.Index(fields=["weight_set", "-aggregate"])]
 
 
@@ -107,7 +118,84 @@ class ScoreSummary(models.Model):
     submission = models.OneToOneField(Submission, on_delete=models.CASCADE, primary_key=True,
                                       related_name="score_summary")
     summary = models.JSONField()
+    # What the boards' aggregates count of this submission (kept with the summary, so a
+    # rewrite knows what to take off the board's totals): per declared DSL, its latest public
+    # shape results [files, shapes, correct, native, unverified-cpu]; and where its recorded
+    # results were measured (leaderboard/demo.py), one line per source.
+    tally = models.JSONField(default=dict)
+    recorded = models.JSONField(default=list)
     computed_at = models.DateTimeField(auto_now=True)
+
+
+class BoardTally(models.Model):
+    """A board's per-DSL rates, kept as totals: the tallies (ScoreSummary.tally) of every
+    ranked-mode submission of one release on one hardware profile that is not a baseline,
+    every team's (a hidden team's are taken off when read). Changed by the difference
+    whenever a submission's summary is written, so a board reads one row per DSL."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="+")
+    hardware = models.ForeignKey(HardwareProfile, on_delete=models.CASCADE, related_name="+")
+    dsl = models.CharField(max_length=30)
+    files = models.BigIntegerField(default=0)
+    shapes = models.BigIntegerField(default=0)
+    correct = models.BigIntegerField(default=0)
+    native = models.BigIntegerField(default=0)
+    unverified = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["release", "hardware", "dsl"],
+                                               name="one_tally_per_board_and_dsl")]
+
+
+class BoardRecorded(models.Model):
+    """Where the recorded results on a release's boards for one hardware profile come from:
+    per source line, how many ranked-mode submissions hold results from it (kept like
+    BoardTally)."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="+")
+    hardware = models.ForeignKey(HardwareProfile, on_delete=models.CASCADE, related_name="+")
+    source = models.CharField(max_length=1000)
+    submissions = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["release", "hardware", "source"],
+                                               name="one_recorded_per_board_and_source")]
+
+
+class OperatorSummary(models.Model):
+    """One operator of one submission, weight-independent, as its operator board shows it:
+    written with the submission's summary, so that board reads its operator's rows only."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE,
+                                   related_name="operator_summaries")
+    operator = models.ForeignKey(Operator, on_delete=models.CASCADE, related_name="+")
+    # the submission's, copied: the board's filter and its best-per-team order read one table
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    hardware = models.ForeignKey(HardwareProfile, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField()
+    on_board = models.BooleanField(help_text="ranked mode and not a baseline")
+    rankable = models.BooleanField(help_text="ranked, complete, no interpreter job, not "
+                                             "excluded (selectors.RANKABLE)")
+    score = models.FloatField(null=True, help_text="S_op (None: not timed)")
+    correctness_rate = models.FloatField(help_text="its public shapes' share correct")
+    solved = models.BooleanField(help_text="every public shape correct and native")
+    hidden_score = models.FloatField(null=True)
+    interval = models.JSONField(null=True)
+    not_generalising = models.BooleanField(default=False)
+    # why it is flagged: each hidden shape that flagged it (scoring.WeightedScore's)
+    generalisation_reasons = models.JSONField(default=list)
+    # its latest public results: of the scored tier, and of the dev tier (a board row's
+    # coverage note, leaderboard/overview.py `shape_coverage`)
+    covered = models.PositiveIntegerField(default=0)
+    dev_covered = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["submission", "operator"],
+                                               name="one_operator_summary")]
+        # and, on PostgreSQL, operator_board_best (migration 0010_board_best_per_team)
+        indexes = [models.Index(fields=["operator", "hardware", "team"],
+                                condition=Q(on_board=True, rankable=True),
+                                name="operator_board_rows")]
 
 
 class BoardFreeze(models.Model):

@@ -12,12 +12,15 @@ from typing import Any
 from django.db.models import F
 
 from evaluation.catalog.models import HardwareProfile, Operator, Release, Shape
-from evaluation.catalog.selectors import SCORED_TIER, evaluated_shape_ids
+from evaluation.catalog.selectors import DEV_TIER, SCORED_TIER, evaluated_shape_ids
 from evaluation.catalog.siblings import public_sibling
 from evaluation.harness import roofline
 from evaluation.harness.release import ShapeRoofline
+from evaluation.harness.results import UNVERIFIED_ON_CPU
 from leaderboard.scoring import BALANCED, COMPUTE, MEMORY, ShapeOutcome, attainment_error
 from submissions.models import EvaluationJob, ShapeResult, Submission
+
+DEV_PREFIX = DEV_TIER.rstrip("*")  # "dev-": the dev tier's ids start with it
 
 
 class ScoringContext:
@@ -28,6 +31,8 @@ class ScoringContext:
         self.release = release
         self.operators = {op.pk: op for op in Operator.objects.filter(release=release)
                           .select_related("hidden")}
+        self.names = sorted(op.name for op in self.operators.values())
+        self.operator_ids = {op.name: op.pk for op in self.operators.values()}
         self.phases = {op.name: _operator_metadata(op).get("phase") for op in self.operators.values()}
         self.shape_phases = {(op.name, shape_id): (meta or {}).get("phase")
                              for op in self.operators.values()
@@ -46,6 +51,14 @@ class ScoringContext:
         self.running: set[int] = set()
         self.lost_jobs: dict[int, int] = {}
         self.interpreter_jobs: dict[int, int] = {}
+        # Filled by outcomes_by_submission too, for the boards' aggregates: per submission,
+        # per declared DSL, its latest public results [files, shapes, correct, native,
+        # unverified-cpu]; the recorded results' sources; the operators it has a job for.
+        self.tallies: dict[int, dict[str, list[int]]] = {}
+        self.recorded: dict[int, set[str]] = {}
+        self.job_operators: dict[int, set[str]] = {}
+        # per submission and operator: its latest public results [scored tier, dev tier]
+        self.coverage: dict[int, dict[str, list[int]]] = {}
         self._regimes: dict[tuple[str, str, str], str | None] = {}
         self._subsets: dict[str, dict[str, set[str]]] = {}
         self._calls: dict[str, dict[str, dict[str, Any]]] | None = None
@@ -89,20 +102,48 @@ class ScoringContext:
                  else {"candidate__submission__in": list(hardware)})
         jobs = {pk: row for pk, *row in EvaluationJob.objects.filter(**which).values_list(
             "pk", "candidate__submission_id", "candidate__operator_id", "status",
-            "infrastructure_failure", "shape_ids", "mode", "hidden_shape_ids")}
+            "infrastructure_failure", "shape_ids", "mode", "hidden_shape_ids",
+            "candidate__dsl")}
         results: dict[int, dict[str, tuple[Any, ...]]] = {pk: {} for pk in jobs}
+        public: dict[int, list[int]] = {}  # per job: [shapes, correct, native, unverified]
+        recorded: dict[int, set[str]] = {}  # per job
         rows = (ShapeResult.every_tier.filter(**{f"job__{k}": v for k, v in which.items()},
                                            attempt=F("job__attempts"))
                 .values_list("job_id", "shape__shape_id", "status", "verdict", "attainment",
-                             "suspicious", "median_s", "median_se_s", "attainment_with_floor")
+                             "suspicious", "median_s", "median_se_s", "attainment_with_floor",
+                             "shape__hidden", "raw__recorded")
                 .iterator(chunk_size=20000))
-        for job_id, shape_id, *result in rows:
+        for job_id, shape_id, *result, secret_shape, source in rows:
             results[job_id][shape_id] = tuple(result)
+            if not secret_shape:  # what the boards' public counts see (ShapeResult.objects)
+                counts = public.setdefault(job_id, [0, 0, 0, 0, 0])
+                counts[4] += shape_id.startswith(DEV_PREFIX)
+                passed = result[0] == "passed"
+                counts[0] += 1
+                counts[1] += passed
+                counts[2] += passed and result[1] == "native"
+                counts[3] += passed and result[1] == UNVERIFIED_ON_CPU
+                if isinstance(source, dict):
+                    recorded.setdefault(job_id, set()).add(recorded_source(source))
         self.running, self.lost_jobs, self.interpreter_jobs = set(), {}, {}
+        self.tallies = {pk: {} for pk in grouped}
+        self.recorded = {pk: set() for pk in grouped}
+        self.job_operators = {pk: set() for pk in grouped}
+        self.coverage = {pk: {} for pk in grouped}
         for job_id, (submission_id, operator_id, status, infrastructure, shape_ids,
-                     mode, hidden_ids) in jobs.items():
+                     mode, hidden_ids, dsl) in jobs.items():
             if submission_id not in grouped:
                 continue
+            self.job_operators[submission_id].add(self.operators[operator_id].name)
+            if job_id in public:
+                tally = self.tallies[submission_id].setdefault(dsl, [0, 0, 0, 0, 0])
+                tally[0] += 1
+                for i, count in enumerate(public[job_id][:4], start=1):
+                    tally[i] += count
+                shapes, dev = public[job_id][0], public[job_id][4]
+                self.coverage[submission_id][self.operators[operator_id].name] = \
+                    [shapes - dev, dev]
+            self.recorded[submission_id] |= recorded.get(job_id, set())
             if mode == EvaluationJob.Mode.INTERPRETER:
                 self.interpreter_jobs[submission_id] = \
                     self.interpreter_jobs.get(submission_id, 0) + 1
@@ -155,6 +196,13 @@ class ScoringContext:
                         subsets["compute"].add(op.name)
             self._subsets[hardware.name] = subsets
         return self._subsets[hardware.name]
+
+
+def recorded_source(recorded: dict[str, Any]) -> str:
+    """A recorded result's source as pages print it: "NVIDIA H200, 2026-12-02, evaluator of
+    …: path" (leaderboard/demo.py)."""
+    return (f"{recorded.get('gpu')}, {recorded.get('date')}, {recorded.get('evaluator')}: "
+            f"{recorded.get('source')}")
 
 
 def scoring_context(release: Release) -> ScoringContext:

@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, F
+from django.db.models import Count
 
 from evaluation.catalog.models import HardwareProfile, Release, Shape
 from evaluation.catalog.selectors import DEV_TIER
-from leaderboard.models import SubmissionScore, WeightSet
+from leaderboard.models import OperatorSummary, SubmissionScore, WeightSet
 from leaderboard.selectors import (
     ON_BOARDS,
     RANKABLE,
@@ -21,7 +21,7 @@ from leaderboard.selectors import (
     production_baseline,
 )
 from portal import derived_cache
-from submissions.models import Candidate, ShapeResult, Submission
+from submissions.models import Candidate, Submission
 
 INDEX_CACHE_S = 30
 HEADLINE_ROWS = 5
@@ -57,8 +57,8 @@ class IndexRow:
 def board_index() -> list[IndexRow]:
     """Every release (newest version of a name first) by every hardware profile, with the
     rows each aggregate board holds under the release's active weights."""
-    return derived_cache.remember(derived_cache.BOARDS, "board-index", _board_index,
-                                  INDEX_CACHE_S)
+    return derived_cache.remember((derived_cache.BOARDS, derived_cache.OVERVIEW), "board-index",
+                                  _board_index, INDEX_CACHE_S)
 
 
 def _board_index() -> list[IndexRow]:
@@ -109,8 +109,8 @@ class Headline:
 
 def headline_boards() -> list[Headline]:
     """The headline board of every current release (no newer version) that has rows."""
-    return derived_cache.remember(derived_cache.BOARDS, "headlines", _headline_boards,
-                                  INDEX_CACHE_S)
+    return derived_cache.remember((derived_cache.BOARDS, derived_cache.OVERVIEW), "headlines",
+                                  _headline_boards, INDEX_CACHE_S)
 
 
 def _headline_boards() -> list[Headline]:
@@ -205,15 +205,14 @@ def shape_coverage(release: Release, submission_ids: list[int]) -> dict[int, Cov
         .values("operator__name").annotate(n=Count("id")).values_list("operator__name", "n"))
     covered: dict[int, dict[str, int]] = {pk: {} for pk in submission_ids}
     dev: dict[int, int] = {}
-    results = (ShapeResult.objects.filter(job__candidate__submission_id__in=submission_ids,
-                                          attempt=F("job__attempts"))
-               .values_list("job__candidate__submission_id", "job__candidate__operator__name",
-                            "shape__shape_id"))
-    for submission, operator, shape_id in results:
-        if shape_id.startswith(DEV_PREFIX):
-            dev[submission] = dev.get(submission, 0) + 1
-        else:
-            covered[submission][operator] = covered[submission].get(operator, 0) + 1
+    # kept with each submission's summary: one row per submission and operator
+    for submission, operator, scored, dev_count in (
+            OperatorSummary.objects.filter(submission_id__in=submission_ids)
+            .values_list("submission_id", "operator__name", "covered", "dev_covered")):
+        if dev_count:
+            dev[submission] = dev.get(submission, 0) + dev_count
+        if scored:
+            covered[submission][operator] = covered[submission].get(operator, 0) + scored
     return {pk: Coverage(covered=ops, totals=totals,
                          dev_only=not ops and bool(dev.get(pk)))
             for pk, ops in covered.items()}

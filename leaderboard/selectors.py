@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import csv
+import hashlib
 import io
 import itertools
 import math
@@ -13,7 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, F, Q
+from django.db.models import Count, F, Min, OuterRef, QuerySet, Subquery, Value
+from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Coalesce
 
 from evaluation.catalog.models import HardwareProfile, Operator, Release
@@ -22,7 +24,15 @@ from evaluation.harness.dsl import DSL_LABELS
 from evaluation.harness.release import DTYPE_TO_PEAK_PATH
 from evaluation.harness.roofline import attainment, roofline_point
 from leaderboard import tiers
-from leaderboard.models import BoardFreeze, SubmissionScore, WeightSet
+from leaderboard.models import (
+    BoardFreeze,
+    BoardRecorded,
+    BoardTally,
+    OperatorSummary,
+    ScoreSummary,
+    SubmissionScore,
+    WeightSet,
+)
 from leaderboard.outcomes import arithmetic_intensity, scoring_context
 from leaderboard.scoring import (
     INTERVAL_Z,
@@ -30,9 +40,10 @@ from leaderboard.scoring import (
     ShapeOutcome,
     combine,
     generalisation_reason_text,
-    solve_rate,
     summarise,
 )
+from portal import derived_cache
+from portal.accounts.models import Team
 from submissions.models import Candidate, ShapeResult, Submission
 from submissions.selectors import active_weights_score
 
@@ -76,7 +87,7 @@ _BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name
                  "submission__created_at", "submission__output_tokens", "submission__agent",
                  "submission__model_name", "ranked", "complete", "unevaluated_shapes", "lost_jobs",
                  "interpreter_jobs", "mixed_shapes", "fallback_shapes", "submission__environment",
-                 "intervals", "not_generalising", "generalisation_reasons", "excluded",
+                 "not_generalising", "generalisation_reasons", "excluded",
                  "submission__ranking_excluded_reason",
                  "library_shapes", "tier", *NUMBER_COLUMNS)
 # What a board ranks: whole evaluations, none quarantined, measured on the hardware (a run in
@@ -126,7 +137,9 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
               .filter(weight_set=weight_set, submission__hardware=hardware,
                       submission__release=release, submission__team__hidden=False,
                       submission__baseline="", **ON_BOARDS)
-              .values(*_BOARD_FIELDS))  # plain rows: a board can hold 10,000 submissions
+              # plain rows (a board can hold 100,000 submissions), each with the board's
+              # own interval only (the stored intervals hold every operator's too)
+              .values(*_BOARD_FIELDS, interval=KeyTransform(board, "intervals")))
     freeze = board_freeze(release, hardware)
     if freeze is not None:
         scores = scores.filter(submission__created_at__lte=freeze.frozen_at)
@@ -138,13 +151,13 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     if not all_submissions:
         scores = scores.filter(**RANKABLE)
         if connection.vendor == "postgresql":
-            # The best submission per team (best_first), chosen by the database: one row per
-            # team comes back.
-            scores = scores.order_by("submission__team_id", Coalesce(F(board), 0.0).desc(),
-                                     F(board).asc(nulls_first=True),
-                                     F("correctness_rate").desc(),
-                                     F("submission__created_at").desc()
-                                     ).distinct("submission__team_id")
+            # The best submission per team (best_first), chosen by the database: one index
+            # probe per shown team (the board_best_* index of the board's score), whatever
+            # the number of submissions; one row per team comes back.
+            best_rows = best_per_team(
+                scores.filter(weight_set=weight_set, hardware=hardware), board,
+                "correctness_rate", "created_at")
+            scores = scores.filter(pk__in=best_rows)
     best: dict[int, dict[str, Any]] = {}
     for score in scores:
         team = score["submission__team_id"]
@@ -158,7 +171,7 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
         *ranked_order(s[board], s["correctness_rate"], s["submission__created_at"])))
     rows = [_row(score, rank=None) for score in ordered]
     for row, score in zip(rows, ordered, strict=True):
-        row["interval"], row["ranked_by"] = (score["intervals"] or {}).get(board), board
+        row["interval"], row["ranked_by"] = score["interval"], board
         mark_no_interval(row)
     assign_ranks([row for row, score in zip(rows, ordered, strict=True) if _rankable(score)])
     if sort in NUMBER_COLUMNS and sort != board:
@@ -167,6 +180,22 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     for row in rows:
         row["dsl"] = labels.get(row["submission"], "")
     return rows
+
+
+def best_per_team(rows: QuerySet[Any, Any], score: str, correctness: str,
+                  created: str) -> list[int]:
+    """The primary keys of each shown team's best row among `rows` (a query over a table with
+    a `team` column), best by `best_first` over the named columns: a correlated subquery per
+    team, which an index on (..., team, COALESCE(score, 0) DESC, score NULLS FIRST,
+    correctness DESC, created DESC) answers with one probe (PostgreSQL). Read apart from the
+    rows themselves, which are then fetched by primary key (inside one query the planner
+    read every row of the table to join them)."""
+    best = (rows.filter(team_id=OuterRef("pk"))
+            .order_by(Coalesce(F(score), Value(0.0)).desc(), F(score).asc(nulls_first=True),
+                      F(correctness).desc(), F(created).desc())
+            .values("pk")[:1])
+    return [pk for pk in Team.objects.filter(hidden=False).annotate(best=Subquery(best))
+            .values_list("best", flat=True) if pk is not None]
 
 
 def assign_ranks(rows: list[dict[str, Any]]) -> None:
@@ -236,39 +265,50 @@ def _score_and_error(row: dict[str, Any]) -> tuple[float, float] | None:
 
 def dsl_labels(submission_ids: Sequence[int]) -> dict[int, str]:
     """Each submission's DSL as a board shows it: one name, or each file's where they mix."""
+    # one row per submission from the database; each file's only where its files mix DSLs
+    labels, mixed = {}, []
+    for submission, dsls, dsl in (Candidate.objects.filter(submission_id__in=submission_ids)
+                                  .values("submission_id")
+                                  .annotate(dsls=Count("dsl", distinct=True), first=Min("dsl"))
+                                  .values_list("submission_id", "dsls", "first").order_by()):
+        if dsls == 1:
+            labels[submission] = dsl
+        else:
+            mixed.append(submission)
     files: dict[int, list[tuple[str, str]]] = {}
-    for submission, operator, dsl in (Candidate.objects.filter(submission_id__in=submission_ids)
+    for submission, operator, dsl in (Candidate.objects.filter(submission_id__in=mixed)
                                       .order_by("operator__name")
                                       .values_list("submission_id", "operator__name", "dsl")):
         files.setdefault(submission, []).append((operator, dsl))
-    return {submission: (pairs[0][1] if len({d for _, d in pairs}) == 1
-                         else ", ".join(f"{op}: {d}" for op, d in pairs))
-            for submission, pairs in files.items()}
+    labels.update({submission: ", ".join(f"{op}: {d}" for op, d in pairs)
+                   for submission, pairs in files.items()})
+    return labels
 
 
 def dsl_rates(*, release: Release, hardware: HardwareProfile) -> list[dict[str, Any]]:
     """Per declared DSL, over every file submitted to this board (ranked mode, teams shown):
     the share of shapes correct beside the share correct and native, the comparison the
-    Atrex paper makes (a model mostly correct, far less often in the target DSL)."""
-    latest = ShapeResult.objects.filter(
-        attempt=F("job__attempts"), job__candidate__submission__release=release,
-        job__candidate__submission__hardware=hardware,
-        job__candidate__submission__mode=Submission.Mode.RANKED,
-        job__candidate__submission__baseline="",
-        job__candidate__submission__team__hidden=False)
-    counts = (latest.values("job__candidate__dsl")
-              .annotate(shapes=Count("id"), files=Count("job__candidate", distinct=True),
-                        correct=Count("id", filter=Q(status="passed")),
-                        native=Count("id", filter=Q(status="passed", verdict="native")),
-                        unverified=Count("id", filter=Q(status="passed",
-                                                        verdict="unverified-cpu")))
-              .order_by("job__candidate__dsl"))
-    return [{"dsl": c["job__candidate__dsl"],
-             "dsl_name": DSL_LABELS.get(c["job__candidate__dsl"], c["job__candidate__dsl"]),
-             "files": c["files"], "shapes": c["shapes"],
-             "correctness_rate": c["correct"] / c["shapes"],
-             "adoption_rate": c["native"] / c["shapes"],
-             "unverified_rate": c["unverified"] / c["shapes"]} for c in counts]
+    Atrex paper makes (a model mostly correct, far less often in the target DSL).
+
+    Read from the board's kept totals (BoardTally, one row per DSL), less the tallies of
+    hidden teams' submissions: two indexed queries, whatever the number of results."""
+    totals = {t.dsl: [t.files, t.shapes, t.correct, t.native, t.unverified]
+              for t in BoardTally.objects.filter(release=release, hardware=hardware)}
+    hidden = (ScoreSummary.objects
+              .filter(submission__release=release, submission__hardware=hardware,
+                      submission__mode=Submission.Mode.RANKED, submission__baseline="",
+                      submission__team__hidden=True)
+              .values_list("tally", flat=True))
+    for tally in hidden:
+        for dsl, counts in (tally or {}).items():
+            total = totals.setdefault(dsl, [0] * 5)
+            for i, count in enumerate(counts):
+                total[i] -= count
+    return [{"dsl": dsl, "dsl_name": DSL_LABELS.get(dsl, dsl), "files": files, "shapes": shapes,
+             "correctness_rate": correct / shapes, "adoption_rate": native / shapes,
+             "unverified_rate": unverified / shapes}
+            for dsl, (files, shapes, correct, native, unverified) in sorted(totals.items())
+            if shapes > 0]
 
 
 def _rankable(score: dict[str, Any]) -> bool:
@@ -328,7 +368,29 @@ def generalisation_why(reasons: dict[str, Any] | None, operators: Sequence[str])
 
 def board_has_shapes(release: Release, hardware: HardwareProfile, board: str) -> bool:
     """Whether any shape this deployment evaluates falls in the subset `board` ranks."""
-    return bool(scoring_context(release).subset_operators(hardware).get(board))
+    return board in boards_with_shapes(release, hardware)
+
+
+def boards_with_shapes(release: Release, hardware: HardwareProfile) -> frozenset[str]:
+    """The subset boards any shape of the release's scored tier falls in on `hardware`.
+
+    Kept in the cache per release and hardware profile's figures (a ScoringContext reads
+    every operator's shapes and works out their regimes: some 250 queries): a finished job
+    does not change it, only what changes every board does."""
+    def compute() -> frozenset[str]:
+        subsets = scoring_context(release).subset_operators(hardware)
+        return frozenset(name for name, operators in subsets.items() if operators)
+
+    return derived_cache.remember(derived_cache.BOARDS, _release_facts_key(
+        "subset-boards", release, hardware), compute, RELEASE_FACTS_S)
+
+
+RELEASE_FACTS_S = 3600  # what a release and a hardware profile's figures decide
+
+
+def _release_facts_key(name: str, release: Release, hardware: HardwareProfile) -> str:
+    spec = hashlib.sha256(repr(hardware.as_spec()).encode()).hexdigest()[:16]
+    return f"{name}:{release.pk}:{hardware.pk}:{spec}"
 
 
 def baseline_rows(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
@@ -344,7 +406,8 @@ def baseline_rows(*, release: Release, hardware: HardwareProfile, weight_set: We
                       submission__release=release, interpreter_jobs=0, **ON_BOARDS)
               .exclude(submission__baseline="")
               .order_by("submission__baseline", "-submission__created_at")
-              .values(*_BOARD_FIELDS, "submission__baseline"))
+              .values(*_BOARD_FIELDS, "submission__baseline",
+                      interval=KeyTransform(board, "intervals")))
     seen = set()
     for score in newest:
         kind = score["submission__baseline"]
@@ -357,7 +420,7 @@ def baseline_rows(*, release: Release, hardware: HardwareProfile, weight_set: We
         # the reference, eager or compiled, has no DSL of the release; a library row its kernels
         row["dsl"] = "library" if kind in LIBRARY_BASELINES else "pytorch"
         row["badges"] = ["baseline"]
-        row["interval"], row["ranked_by"] = (score["intervals"] or {}).get(board), board
+        row["interval"], row["ranked_by"] = score["interval"], board
         rows.append(row)
     production = production_baseline(release=release, hardware=hardware, weight_set=weight_set)
     if production is not None:
@@ -406,6 +469,15 @@ def production_baseline(*, release: Release, hardware: HardwareProfile,
 
 def _production_outcomes(release: Release,
                          hardware: HardwareProfile) -> tuple[list[ShapeOutcome], set[str]]:
+    """Kept in the cache per release and hardware profile's figures (a query per operator)."""
+    outcomes, frameworks = derived_cache.remember(
+        derived_cache.BOARDS, _release_facts_key("production", release, hardware),
+        lambda: _production_outcomes_read(release, hardware), RELEASE_FACTS_S)
+    return list(outcomes), set(frameworks)
+
+
+def _production_outcomes_read(release: Release,
+                              hardware: HardwareProfile) -> tuple[list[ShapeOutcome], set[str]]:
     profile = hardware.as_spec()
     wanted = _sku(hardware.name)
     outcomes, frameworks = [], set()
@@ -493,46 +565,48 @@ def _csv_cell(value: Any) -> Any:
 def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
                    operator: str) -> dict[str, Any]:
     """Best S_op per team (`best_first`, the correctness being this operator's), and the
-    operator's difficulty across teams."""
-    scores = list(SubmissionScore.objects
-                  .filter(weight_set=weight_set, **RANKABLE, **ON_BOARDS,
-                          submission__hardware=hardware, submission__release=release,
-                          submission__team__hidden=False, submission__baseline="",
-                          submission__candidates__operator__name=operator)
-                  .select_related("submission__team", "submission__hardware"))
-    # the shapes each job covers, unevaluated ones of a cancelled job included
-    by_submission = scoring_context(release).outcomes_by_submission([s.submission for s in scores])
-    outcomes = {pk: [o for o in shapes if o.operator == operator and not o.hidden]
-                for pk, shapes in by_submission.items()}
-    correctness = {pk: (sum(o.correct for o in shapes) / len(shapes) if shapes else 0.0)
-                   for pk, shapes in outcomes.items()}
-    best: dict[int, tuple[tuple[float, ...], float | None, SubmissionScore]] = {}
-    for score in scores:
-        value = (score.by_operator or {}).get(operator)
-        team = score.submission.team_id
-        key = best_first(value, correctness[score.submission_id], score.submission.created_at)
+    operator's difficulty across teams. Reads its operator's stored rows only
+    (OperatorSummary, written with each submission's summary; S_op, its interval and the
+    generalisation flag do not depend on the weights), best per team chosen by the database
+    on PostgreSQL."""
+    op = Operator.objects.filter(release=release, name=operator).first()
+    rows_in = (OperatorSummary.objects
+               .filter(operator=op, hardware=hardware, on_board=True, rankable=True,
+                       team__hidden=False)
+               .values("submission_id", "team_id", "team__name", "created_at", "score",
+                       "correctness_rate", "solved", "hidden_score", "interval",
+                       "not_generalising", "generalisation_reasons"))
+    if connection.vendor == "postgresql":
+        rows_in = rows_in.filter(pk__in=best_per_team(
+            OperatorSummary.objects.filter(operator=op, hardware=hardware, on_board=True,
+                                           rankable=True),
+            "score", "correctness_rate", "created_at"))
+    best: dict[int, tuple[tuple[float, ...], dict[str, Any]]] = {}
+    entry: dict[str, Any]
+    for entry in rows_in:  # type: ignore[assignment]  # plain rows
+        key = best_first(entry["score"], entry["correctness_rate"], entry["created_at"])
+        team = entry["team_id"]
         if team not in best or key < best[team][0]:
-            best[team] = (key, value, score)
-    ordered = sorted(best.values(), key=lambda item: ranked_order(
-        item[1], correctness[item[2].submission_id], item[2].submission.created_at))
+            best[team] = (key, entry)
+    ordered = sorted((entry for _, entry in best.values()), key=lambda e: ranked_order(
+        e["score"], e["correctness_rate"], e["created_at"]))
     rows: list[dict[str, Any]] = [
-        {"rank": None, "team": s.submission.team.name, "submission": s.submission.pk,
-         "score": value, "correctness_rate": correctness[s.submission_id],
-         "date": s.submission.created_at.date().isoformat(),
-         "badges": ["does not generalise"] if operator in (s.not_generalising or []) else [],
-         "generalisation_why": "; ".join(generalisation_reason_text(r) for r in (
-             s.generalisation_reasons or {}).get(operator, ())),
-         "hidden_score": (s.hidden_by_operator or {}).get(operator),
-         "interval": ((s.intervals or {}).get("by_operator") or {}).get(operator),
-         "ranked_by": "score"}
-        for _, value, s in ordered]
+        {"rank": None, "team": e["team__name"], "submission": e["submission_id"],
+         "score": e["score"], "correctness_rate": e["correctness_rate"],
+         "date": e["created_at"].date().isoformat(),
+         "badges": ["does not generalise"] if e["not_generalising"] else [],
+         "generalisation_why": "; ".join(generalisation_reason_text(r)
+                                         for r in e["generalisation_reasons"] or ()),
+         "hidden_score": e["hidden_score"], "interval": e["interval"], "ranked_by": "score"}
+        for e in ordered]
     for row in rows:
         mark_no_interval(row)
     assign_ranks(rows)
-    values = [value for _, value, _ in ordered if value is not None]
+    values = [e["score"] for e in ordered if e["score"] is not None]
     return {
         "operator": operator, "rows": rows, "teams": len(rows),
-        "solve_rate": solve_rate([outcomes[s.submission_id] for _, _, s in ordered])
+        # solve_rate's share: teams whose candidate is correct and native on every shape
+        "solve_rate": sum(e["solved"] for e in ordered) / len(ordered)
         if ordered else None,  # no team: nothing solved or unsolved yet
         "median_score": statistics.median(values) if values else None,
         # how many hidden shapes the operator has: all a page says of them, beside the
@@ -560,20 +634,17 @@ def operator_baselines(*, release: Release, hardware: HardwareProfile, weight_se
         kind = score.submission.baseline
         chosen.setdefault((kind, score.submission.agent if kind == Submission.Baseline.LIBRARY
                            else ""), score)
-    outcomes = scoring_context(release).outcomes_by_submission(
-        [score.submission for score in chosen.values()])
-    rows = []
-    for (kind, _), score in chosen.items():
-        shapes = [o for o in outcomes.get(score.submission_id, [])
-                  if o.operator == operator and not o.hidden]
-        rows.append({"team": baseline_label(kind, score.submission.agent, labels),
-                     "submission": score.submission_id,
-                     "score": (score.by_operator or {}).get(operator),
-                     "hidden_score": (score.hidden_by_operator or {}).get(operator),
-                     "correctness_rate": (sum(o.correct for o in shapes) / len(shapes)
-                                          if shapes else 0.0),
-                     "date": score.submission.created_at.date().isoformat()})
-    return rows
+    correctness = dict(OperatorSummary.objects
+                       .filter(operator__release=release, operator__name=operator,
+                               submission_id__in=[s.submission_id for s in chosen.values()])
+                       .values_list("submission_id", "correctness_rate"))
+    return [{"team": baseline_label(kind, score.submission.agent, labels),
+             "submission": score.submission_id,
+             "score": (score.by_operator or {}).get(operator),
+             "hidden_score": (score.hidden_by_operator or {}).get(operator),
+             "correctness_rate": correctness.get(score.submission_id, 0.0),
+             "date": score.submission.created_at.date().isoformat()}
+            for (kind, _), score in chosen.items()]
 
 
 def rank_changes(*, release: Release, hardware: HardwareProfile, before: WeightSet,
@@ -594,24 +665,23 @@ def rank_changes(*, release: Release, hardware: HardwareProfile, before: WeightS
 
 def recorded_on_boards(*, release: Release, hardware: HardwareProfile) -> list[str]:
     """recorded_sources of every submission on the release's boards for `hardware` (the
-    analysis, "what changed" and operator pages, which draw on all of them)."""
-    return recorded_sources(list(Submission.objects.filter(
-        release=release, hardware=hardware, mode=Submission.Mode.RANKED)
-        .values_list("pk", flat=True)))
+    analysis, "what changed" and operator pages, which draw on all of them): the board's
+    kept totals (BoardRecorded)."""
+    return sorted(BoardRecorded.objects.filter(release=release, hardware=hardware,
+                                               submissions__gt=0)
+                  .values_list("source", flat=True))
 
 
 def recorded_sources(submission_ids: list[int]) -> list[str]:
     """Where and how the recorded results among these submissions' were measured
     (leaderboard/demo.py: results measured elsewhere and loaded, not evaluated by this
-    portal), one line per source: "NVIDIA H200, 2026-12-02, evaluator of …: path"."""
+    portal), one line per source: "NVIDIA H200, 2026-12-02, evaluator of …: path". Read
+    from their stored summaries (ScoreSummary.recorded), one row per submission."""
     if not submission_ids:
         return []
-    recorded = (ShapeResult.objects
-                .filter(job__candidate__submission_id__in=submission_ids,
-                        raw__recorded__isnull=False)
-                .values_list("raw__recorded", flat=True).distinct())
-    return sorted({f"{r['gpu']}, {r['date']}, {r['evaluator']}: {r['source']}"
-                   for r in recorded if isinstance(r, dict)})
+    recorded = (ScoreSummary.objects.filter(submission_id__in=submission_ids)
+                .exclude(recorded=[]).values_list("recorded", flat=True))
+    return sorted({source for sources in recorded for source in sources or ()})
 
 
 def submission_charts(submission: Submission) -> dict[str, Any]:

@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.db import connection, models, transaction
-from django.db.models import Max
+from django.db.models import F, Max
 from django.utils import timezone
 
 from evaluation.catalog.models import HardwareProfile, Release
 from leaderboard import tiers
-from leaderboard.models import BoardFreeze, ScoreSummary, SubmissionScore, WeightSet
+from leaderboard.models import (
+    BoardFreeze,
+    BoardRecorded,
+    BoardTally,
+    OperatorSummary,
+    ScoreSummary,
+    SubmissionScore,
+    WeightSet,
+)
 from leaderboard.outcomes import ScoringContext
 from leaderboard.scoring import (
     SCORE_FIELDS,
     ScoringPolicy,
+    ShapeOutcome,
     SubmissionSummary,
     WeightError,
     combine,
     normalise_weights,
+    solve_rate,
     summarise,
 )
 from portal import derived_cache
@@ -98,73 +109,276 @@ def _analyze(model: type[models.Model]) -> None:
             cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
 
 
+RESCORE_BATCH = 2000  # submissions combined, then written, at a time
+REBUILD_BATCH = 250  # submissions whose shape results are read at a time
+
+
 def rescore_weight_set(weight_set: WeightSet) -> int:
     """Bulk: every submission of the release, scored under this weight set.
 
-    Reads each submission's stored summary (computing the few that are missing from
-    their shape results) and combines it with the weights; no kernel is re-run and no
-    shape result is read for a submission that already has its summary.
+    Reads each submission's stored summary (its per-operator scores, computing the few
+    that are missing from their shape results) and combines it with the weights; no kernel
+    is re-run and no shape result is read for a submission that already has its summary.
+    Streams the summaries in batches of RESCORE_BATCH (keyset on the submission): memory
+    is bounded whatever the number of submissions.
     """
     release = weight_set.release
     context = ScoringContext(release)
     hardware = {h.pk: h for h in HardwareProfile.objects.all()}
-    stored = {pk: SubmissionSummary.from_json(data) for pk, data in
-              ScoreSummary.objects.filter(submission__release=release)
-              .values_list("submission_id", "summary").iterator(chunk_size=2000)}
-    on = {pk: (hardware_id, excluded) for pk, hardware_id, excluded in Submission.objects
-          .filter(release=release).values_list("pk", "hardware_id", "ranking_excluded")}
-    missing = [pk for pk in on if pk not in stored]
-    if missing:
-        stored.update(summaries_rebuild(release, Submission.objects.filter(pk__in=missing)
-                                        .select_related("hardware"), context))
-    rows = [_score_row(weight_set, pk, stored[pk],
-                       context.subset_operators(hardware[hardware_id]), excluded=excluded)
-            for pk, (hardware_id, excluded) in on.items()]
+    missing = Submission.objects.filter(release=release, score_summary__isnull=True)
+    if missing.exists():
+        summaries_rebuild(release, missing, context)
     SubmissionScore.objects.filter(weight_set=weight_set).delete()
-    SubmissionScore.objects.bulk_create(rows, batch_size=2000)
+    count, last = 0, 0
+    while True:
+        batch = list(ScoreSummary.objects.filter(submission__release=release,
+                                                 submission_id__gt=last)
+                     .order_by("submission_id")
+                     .values_list("submission_id", "summary", "submission__hardware_id",
+                                  "submission__ranking_excluded", "submission__team_id",
+                                  "submission__created_at")[:RESCORE_BATCH])
+        if not batch:
+            break
+        last = batch[-1][0]
+        rows = [_score_values(weight_set, pk, SubmissionSummary.from_json(data),
+                              context.subset_operators(hardware[hardware_id]),
+                              excluded=excluded, placed=(team_id, hardware_id, created_at))
+                for pk, data, hardware_id, excluded, team_id, created_at in batch]
+        _insert_scores(rows)
+        count += len(rows)
     derived_cache.changed(derived_cache.BOARDS)
-    return len(rows)
+    return count
+
+
+def _insert_scores(rows: list[dict[str, Any]]) -> None:
+    """New score rows (their columns' values by attribute name): PostgreSQL's COPY there (a
+    rescore writes every submission's), else bulk_create."""
+    if connection.vendor != "postgresql" or not rows:
+        SubmissionScore.objects.bulk_create([SubmissionScore(**row) for row in rows],
+                                            batch_size=2000)
+        return
+    now = timezone.now()
+    table = connection.ops.quote_name(SubmissionScore._meta.db_table)
+    columns = ", ".join(column for column, _, _ in _SCORE_COPY_COLUMNS)
+    with connection.cursor() as cursor:
+        raw = cursor.cursor  # psycopg's own cursor: COPY ... FROM STDIN
+        with raw.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                row["computed_at"] = now
+                copy.write_row([json.dumps(row[name]) if is_json else row[name]
+                                for _, name, is_json in _SCORE_COPY_COLUMNS])
+
+
+# (column, attribute, JSON?) of every score column but the key
+_SCORE_COPY_COLUMNS = [(f.column, f.attname, isinstance(f, models.JSONField))
+                       for f in SubmissionScore._meta.concrete_fields if not f.primary_key]
 
 
 def rescore_submission(submission: Submission) -> None:
     """After a job finished: its summary afresh, then its score under every weight set (and
-    the environments its results were measured with, which boards show)."""
+    the environments its results were measured with, which boards show). Only the boards of
+    its release and hardware are dropped from the cache (and the pages counting rows across
+    boards)."""
     submission_environment_update(submission)
     context = ScoringContext(submission.release)
-    summary = summaries_rebuild(submission.release, [submission], context)[submission.pk]
-    subsets = context.subset_operators(submission.hardware)
     with transaction.atomic():
+        summary = summaries_rebuild(submission.release, [submission], context)[submission.pk]
+        subsets = context.subset_operators(submission.hardware)
         for weight_set in submission.release.weight_sets.all():
             row = _score_row(weight_set, submission.pk, summary, subsets,
-                             excluded=submission.ranking_excluded)
+                             excluded=submission.ranking_excluded,
+                             placed=(submission.team_id, submission.hardware_id,
+                                     submission.created_at))
             SubmissionScore.objects.update_or_create(
                 submission=submission, weight_set=weight_set,
-                defaults={f: getattr(row, f) for f in SCORE_FIELDS})
-        derived_cache.changed(derived_cache.BOARDS)
+                defaults={**{f: getattr(row, f) for f in SCORE_FIELDS},
+                          "team_id": row.team_id, "hardware_id": row.hardware_id,
+                          "created_at": row.created_at})
+        derived_cache.changed(derived_cache.board(submission.release_id,
+                                                  submission.hardware_id))
+        derived_cache.changed(derived_cache.OVERVIEW)
 
 
 def summaries_rebuild(release: Release, submissions: Iterable[Submission] | None = None,
                       context: ScoringContext | None = None) -> dict[int, SubmissionSummary]:
-    """Summaries from the latest attempt's shape results (all of the release's by default).
+    """Summaries from the latest attempt's shape results (all of the release's by default),
+    with what the boards' aggregates keep of each submission (tallies, recorded sources,
+    per-operator rows; the board totals changed by the difference).
 
     Needed when results change (a job finished, a review) or the release's fallback
-    policy changes; weight changes never need it.
+    policy changes; weight changes never need it. A list of submissions gets its summaries
+    back; the whole release (None) or a queryset is streamed REBUILD_BATCH submissions at a
+    time (keyset on the primary key) and nothing is returned: memory stays bounded
+    whatever the number of submissions.
     """
     context = context or ScoringContext(release)
-    chosen = list(submissions if submissions is not None
-                  else Submission.objects.filter(release=release).select_related("hardware"))
-    outcomes = context.outcomes_by_submission(chosen, whole_release=submissions is None)
+    if submissions is not None and not isinstance(submissions, models.QuerySet):
+        chosen = list(submissions)
+        summaries: dict[int, SubmissionSummary] = {}
+        for start in range(0, len(chosen), REBUILD_BATCH):
+            summaries.update(_rebuild_batch(release, chosen[start:start + REBUILD_BATCH],
+                                            context))
+        return summaries
+    queryset = (submissions if submissions is not None
+                else Submission.objects.filter(release=release))
+    last = 0
+    while True:
+        batch = list(queryset.filter(pk__gt=last).order_by("pk")
+                     .select_related("hardware")[:REBUILD_BATCH])
+        if not batch:
+            return {}
+        last = batch[-1].pk
+        _rebuild_batch(release, batch, context)
+
+
+def _rebuild_batch(release: Release, chosen: list[Submission],
+                   context: ScoringContext) -> dict[int, SubmissionSummary]:
+    outcomes = context.outcomes_by_submission(chosen)
     summaries = {s.pk: summarise(outcomes.get(s.pk, []), _policy(release, s),
                                  complete=s.pk not in context.running,
                                  lost_jobs=context.lost_jobs.get(s.pk, 0),
                                  interpreter_jobs=context.interpreter_jobs.get(s.pk, 0))
                  for s in chosen}
-    ScoreSummary.objects.bulk_create(
-        [ScoreSummary(submission_id=pk, summary=summary.as_json())
-         for pk, summary in summaries.items()],
-        update_conflicts=True, unique_fields=["submission"], update_fields=["summary"],
-        batch_size=2000)
+    operator_rows = [row for s in chosen for row in _operator_rows(
+        release, s, summaries[s.pk], outcomes.get(s.pk, []), context)]
+    with transaction.atomic():
+        # what the board totals held of these submissions, read under their rows' lock (one
+        # writer at a time per submission: the differences add up)
+        list(Submission.objects.select_for_update().filter(pk__in=[s.pk for s in chosen])
+             .values_list("pk"))
+        before = {pk: (tally, recorded) for pk, tally, recorded in ScoreSummary.objects
+                  .filter(submission_id__in=[s.pk for s in chosen])
+                  .values_list("submission_id", "tally", "recorded")}
+        after = {s.pk: _board_share(s, context) for s in chosen}
+        ScoreSummary.objects.bulk_create(
+            [ScoreSummary(submission_id=s.pk, summary=summaries[s.pk].as_json(),
+                          tally=after[s.pk][0], recorded=after[s.pk][1]) for s in chosen],
+            update_conflicts=True, unique_fields=["submission"],
+            update_fields=["summary", "tally", "recorded"], batch_size=2000)
+        OperatorSummary.objects.filter(submission_id__in=[s.pk for s in chosen]).delete()
+        OperatorSummary.objects.bulk_create(operator_rows, batch_size=5000)
+        _board_totals_change(release, chosen, before, after)
     return summaries
+
+
+def _board_share(submission: Submission, context: ScoringContext
+                 ) -> tuple[dict[str, list[int]], list[str]]:
+    """What a submission adds to its board's totals, as its summary keeps it: its tallies
+    where the per-DSL rates count it (ranked mode, not a baseline), its recorded sources
+    where the boards show it (ranked mode)."""
+    ranked = submission.mode == Submission.Mode.RANKED
+    return (context.tallies.get(submission.pk, {}) if ranked and not submission.baseline else {},
+            sorted(context.recorded.get(submission.pk, ())) if ranked else [])
+
+
+def _operator_rows(release: Release, submission: Submission, summary: SubmissionSummary,
+                   outcomes: list[ShapeOutcome], context: ScoringContext) -> list[OperatorSummary]:
+    """The submission's rows of its operators' boards: each operator it has a job for."""
+    operators = context.job_operators.get(submission.pk, set())
+    if not operators:
+        return []
+    # every number an operator board shows, as the stored scores have it: combined over the
+    # release's operators, equally weighted (S_op, its interval and the flag do not depend
+    # on the weights)
+    score = combine(summary, dict.fromkeys(context.names, 1.0),
+                    context.subset_operators(submission.hardware), excluded=False,
+                    generalisation_factor=release.generalisation_factor)
+    intervals = score.intervals.get("by_operator") or {}
+    rankable = (score.ranked and score.complete and not score.interpreter_jobs
+                and not submission.ranking_excluded)
+    on_board = submission.mode == Submission.Mode.RANKED and not submission.baseline
+    public: dict[str, list[ShapeOutcome]] = {op: [] for op in operators}
+    for outcome in outcomes:
+        if not outcome.hidden and outcome.operator in public:
+            public[outcome.operator].append(outcome)
+    coverage = context.coverage.get(submission.pk, {})
+    return [OperatorSummary(
+        submission_id=submission.pk, operator_id=context.operator_ids[op],
+        covered=coverage.get(op, [0, 0])[0], dev_covered=coverage.get(op, [0, 0])[1],
+        team_id=submission.team_id, hardware_id=submission.hardware_id,
+        created_at=submission.created_at, on_board=on_board, rankable=rankable,
+        score=score.by_operator.get(op, 0.0),
+        correctness_rate=sum(o.correct for o in shapes) / len(shapes) if shapes else 0.0,
+        solved=solve_rate([shapes]) == 1.0,
+        hidden_score=score.hidden_by_operator.get(op), interval=intervals.get(op),
+        not_generalising=op in score.not_generalising,
+        generalisation_reasons=list(score.generalisation_reasons.get(op, ())))
+        for op, shapes in public.items()]
+
+
+def _board_totals_change(release: Release, chosen: list[Submission],
+                         before: dict[int, tuple[dict[str, list[int]], list[str]]],
+                         after: dict[int, tuple[dict[str, list[int]], list[str]]]) -> None:
+    """Add each submission's new share of its board's totals, less its old one."""
+    tallies: dict[tuple[int, str], list[int]] = {}
+    sources: dict[tuple[int, str], int] = {}
+    for s in chosen:
+        old_tally, old_recorded = before.get(s.pk, ({}, []))
+        new_tally, new_recorded = after[s.pk]
+        for sign, tally in ((-1, old_tally or {}), (1, new_tally)):
+            for dsl, counts in tally.items():
+                total = tallies.setdefault((s.hardware_id, dsl), [0] * 5)
+                for i, count in enumerate(counts):
+                    total[i] += sign * count
+        for sign, recorded in ((-1, old_recorded or []), (1, new_recorded)):
+            for source in recorded:
+                sources[(s.hardware_id, source)] = sources.get((s.hardware_id, source), 0) + sign
+    changes = {key: counts for key, counts in tallies.items() if any(counts)}
+    BoardTally.objects.bulk_create(
+        [BoardTally(release=release, hardware_id=h, dsl=dsl) for h, dsl in changes],
+        ignore_conflicts=True)
+    for (hardware_id, dsl), (files, shapes, correct, native, unverified) in sorted(changes.items()):
+        BoardTally.objects.filter(release=release, hardware_id=hardware_id, dsl=dsl).update(
+            files=F("files") + files, shapes=F("shapes") + shapes,
+            correct=F("correct") + correct, native=F("native") + native,
+            unverified=F("unverified") + unverified)
+    moved = {key: n for key, n in sources.items() if n}
+    BoardRecorded.objects.bulk_create(
+        [BoardRecorded(release=release, hardware_id=h, source=source) for h, source in moved],
+        ignore_conflicts=True)
+    for (hardware_id, source), n in sorted(moved.items()):
+        BoardRecorded.objects.filter(release=release, hardware_id=hardware_id,
+                                     source=source).update(submissions=F("submissions") + n)
+
+
+def summary_leaves_board(summary: ScoreSummary) -> None:
+    """Take a summary's share off its board's totals (it is being deleted)."""
+    submission = (Submission.objects.filter(pk=summary.submission_id)
+                  .select_related("release").first())
+    if submission is None or not (summary.tally or summary.recorded):
+        return
+    _board_totals_change(submission.release, [submission],
+                         {submission.pk: (summary.tally or {}, summary.recorded or [])},
+                         {submission.pk: ({}, [])})
+    derived_cache.changed(derived_cache.board(submission.release_id, submission.hardware_id))
+
+
+def board_totals_recompute(release: Release) -> None:
+    """The release's board totals afresh from every submission's stored tallies (a repair;
+    streamed). Writes never need it: they change the totals by the difference."""
+    tallies: dict[tuple[int, str], list[int]] = {}
+    sources: dict[tuple[int, str], int] = {}
+    rows = (ScoreSummary.objects.filter(submission__release=release)
+            .values_list("submission__hardware_id", "tally", "recorded")
+            .iterator(chunk_size=2000))
+    for hardware_id, tally, recorded in rows:
+        for dsl, counts in (tally or {}).items():
+            total = tallies.setdefault((hardware_id, dsl), [0] * 5)
+            for i, count in enumerate(counts):
+                total[i] += count
+        for source in recorded or ():
+            sources[(hardware_id, source)] = sources.get((hardware_id, source), 0) + 1
+    with transaction.atomic():
+        BoardTally.objects.filter(release=release).delete()
+        BoardTally.objects.bulk_create(
+            BoardTally(release=release, hardware_id=h, dsl=dsl, files=c[0], shapes=c[1],
+                       correct=c[2], native=c[3], unverified=c[4])
+            for (h, dsl), c in tallies.items())
+        BoardRecorded.objects.filter(release=release).delete()
+        BoardRecorded.objects.bulk_create(
+            BoardRecorded(release=release, hardware_id=h, source=source, submissions=n)
+            for (h, source), n in sources.items())
+        derived_cache.changed(derived_cache.BOARDS)
 
 
 def release_set_fallback_policy(*, release: Release, fallback_scores_zero: bool,
@@ -207,12 +421,28 @@ def _policy(release: Release, submission: Submission) -> ScoringPolicy:
 
 
 def _score_row(weight_set: WeightSet, submission_id: int, summary: SubmissionSummary,
-               subsets: Mapping[str, set[str]], *, excluded: bool = False) -> SubmissionScore:
+               subsets: Mapping[str, set[str]], *, excluded: bool = False,
+               placed: tuple[int, int, Any] = (0, 0, None)) -> SubmissionScore:
+    """The score row; `placed`: the submission's team, hardware and date, copied onto it."""
+    return SubmissionScore(**_score_values(weight_set, submission_id, summary, subsets,
+                                           excluded=excluded, placed=placed))
+
+
+def _score_values(weight_set: WeightSet, submission_id: int, summary: SubmissionSummary,
+                  subsets: Mapping[str, set[str]], *, excluded: bool = False,
+                  placed: tuple[int, int, Any] = (0, 0, None)) -> dict[str, Any]:
+    """The score row's values by attribute name (no model built: a rescore writes them all)."""
     score = combine(summary, weight_set.weights, subsets, excluded=excluded,
                     generalisation_factor=weight_set.release.generalisation_factor)
-    values = {f: getattr(score, f) for f in SCORE_FIELDS}
-    return SubmissionScore(submission_id=submission_id, weight_set=weight_set,
-                           **{**values, "by_operator": dict(score.by_operator)})
+    team_id, hardware_id, created_at = placed
+    return {**{f: getattr(score, f) for f in SCORE_FIELDS},
+            "by_operator": dict(score.by_operator), "intervals": dict(score.intervals),
+            "hidden_by_operator": dict(score.hidden_by_operator),
+            "not_generalising": list(score.not_generalising),
+            "generalisation": {op: dict(pair) for op, pair in score.generalisation.items()},
+            "submission_id": submission_id, "weight_set_id": weight_set.pk,
+            "team_id": team_id or None, "hardware_id": hardware_id or None,
+            "created_at": created_at, "computed_at": None}
 
 
 def board_freeze_set(*, release: Release, hardware: HardwareProfile, actor: Any) -> BoardFreeze:
@@ -222,7 +452,8 @@ def board_freeze_set(*, release: Release, hardware: HardwareProfile, actor: Any)
             release=release, hardware=hardware,
             defaults={"frozen_at": timezone.now(), "frozen_by": _user(actor)})
         if created:
-            derived_cache.changed(derived_cache.BOARDS)
+            derived_cache.changed(derived_cache.board(release.pk, hardware.pk))
+            derived_cache.changed(derived_cache.OVERVIEW)
             audit(actor=actor, action="board.freeze", target=f"board:{release}/{hardware}",
                   before={"frozen_at": None}, after={"frozen_at": freeze.frozen_at.isoformat()})
     return freeze
@@ -234,7 +465,8 @@ def board_unfreeze(*, release: Release, hardware: HardwareProfile, actor: Any) -
                   .filter(release=release, hardware=hardware).first())
         if freeze is not None:
             freeze.delete()
-            derived_cache.changed(derived_cache.BOARDS)
+            derived_cache.changed(derived_cache.board(release.pk, hardware.pk))
+            derived_cache.changed(derived_cache.OVERVIEW)
             audit(actor=actor, action="board.unfreeze", target=f"board:{release}/{hardware}",
                   before={"frozen_at": freeze.frozen_at.isoformat()}, after={"frozen_at": None})
 

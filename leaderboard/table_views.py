@@ -25,7 +25,8 @@ def table_data(query: Any, pk: int, hardware: str) -> dict[str, Any]:
     release, profile = release_and_hardware(pk, hardware)
     weight_set = weights_asked(release, query.get("weights"))
     table = derived_cache.remember(
-        derived_cache.BOARDS, f"paper-table:{release.pk}:{profile.pk}:{weight_set.pk}",
+        (derived_cache.BOARDS, derived_cache.board(release.pk, profile.pk)),
+        f"paper-table:{release.pk}:{profile.pk}:{weight_set.pk}",
         lambda: paper_table(release=release, hardware=profile, weight_set=weight_set),
         TABLE_CACHE_S)
     return {"release": release, "hardware": profile, "weight_set": weight_set, "table": table}

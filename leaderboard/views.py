@@ -23,6 +23,7 @@ from leaderboard.board_requests import (
     BOARD_CACHE_S,
     analysis_data,
     board_data,
+    board_kinds,
     operator_board_data,
     rank_changes_data,
     release_and_hardware,
@@ -156,7 +157,7 @@ def board_page(request: HtmxRequest, pk: int, hardware: str,
             "query": query.urlencode()})
 
     table_html = derived_cache.remember(
-        derived_cache.BOARDS, f"table:{data['cache_key']}:{page_number}:{sort}:"
+        board_kinds(release, data["hardware"]), f"table:{data['cache_key']}:{page_number}:{sort}:"
         f"{query.urlencode()}", table, BOARD_CACHE_S)
     # Sorting and paging swap the table; boosted links (other boards, weights, all/best per
     # team) swap the whole body, so they get the full page.
@@ -297,7 +298,14 @@ def _weights_post(request: HttpRequest, release: Release) -> None:
 def operator_board_page(request: HttpRequest, pk: int, hardware: str,
                         operator: str) -> HttpResponse:
     data = operator_board_data(request.GET, pk, hardware, operator)
-    return render(request, "leaderboard/operator_board.html", {**data, **_recorded(data)})
+    # its rows rendered once per board version (a board can hold 1,000 teams' rows)
+    table_html = derived_cache.remember(
+        board_kinds(data["release"], data["hardware"]),
+        f"operator-table:{data['release'].pk}:{data['hardware'].pk}:{data['weight_set'].pk}:"
+        f"{operator}", lambda: render_to_string("leaderboard/_operator_table.html", data),
+        BOARD_CACHE_S)
+    return render(request, "leaderboard/operator_board.html",
+                  {**data, **_recorded(data), "table_html": table_html})
 
 
 def _recorded(data: dict[str, Any]) -> dict[str, list[str]]:

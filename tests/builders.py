@@ -73,8 +73,8 @@ def scored_kernels(team: Team, release: Release,
                                        verdict=verdict if status == "passed" else "",
                                        attainment=_nth(attainment, i), median_s=_nth(seconds, i),
                                        raw={})
+    submission.refresh_from_db()  # its created_at as updated above, which the scores copy
     rescore_submission(submission)
-    submission.refresh_from_db()
     return submission
 
 

@@ -96,6 +96,7 @@ def test_a_boards_notices_fold_so_the_table_comes_first(world: World) -> None:
     Submission.objects.filter(pk=red.pk).update(environment="NVIDIA H200 · CUDA 13.0")
     ShapeResult.objects.filter(job__candidate__submission=blue).update(raw={"recorded": {
         "gpu": "NVIDIA H200", "date": "2026-12-02", "evaluator": "e", "source": "s.json"}})
+    rescore_submission(blue)  # results are stored with their rescore (what boards keep of them)
     page = Client().get(f"/boards/{world.release.pk}/H200/").content.decode()
     # each notice one line (a summary), its details on demand; the table right after them
     provenance = re.search(r'<details class="notice" id="provenance"><summary>(.*?)</summary>'
