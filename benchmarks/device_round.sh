@@ -1,0 +1,48 @@
+#!/bin/bash
+# The H200 rounds of issues 40, 43, 44 and 45 (2026-12-05), one device call per stage, writing
+# into $OUT. Carry .whl (scripts/device-wheels), .atrex-bench (the public release), and per
+# stage: A .old (the harness before issue 40: git archive 17166aa evaluation benchmarks/_path.py
+# benchmarks/worker_speed.py) and .libwhl (flag-gems, liger-kernel, fla-core, einops,
+# sqlalchemy wheels); C .cute (nvidia-cutlass-dsl 4.2.1 unpacked, tar.xz) alone.
+#   STAGE=A: rms_norm on the worker's path, the harness before issue 40 and now, in one call
+#            (S_op before and after, seconds per shape, where they go), then the library ladder.
+#   STAGE=B: the warm pool, eager fidelity, `atrex loop` on the GPU.
+#   STAGE=C: forwards launching outside the capturing stream, CuTe DSL included.
+export HOME=/tmp/home USER=root PYTHONUNBUFFERED=1; mkdir -p $HOME $OUT
+if [ -d .whl ]; then
+  [ -d /tmp/site/celery ] || python3 -m pip install -q --no-index --no-deps --no-compile \
+    --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site:$PWD
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv > $OUT/gpu.txt
+R=$PWD/.atrex-bench; C=evaluation/sample_candidates/rms_norm/triton_native.py
+case "$STAGE" in
+A)
+  timeout 200 python3 benchmarks/worker_speed.py --release $R --operator rms_norm --candidate $C \
+    --modes worker --jobs 2 --steps --json $OUT/rms_norm-after.json > $OUT/rms_norm-after.log 2>&1
+  tail -42 $OUT/rms_norm-after.log
+  (cd .old && PYTHONPATH=/tmp/site:$PWD timeout 90 python3 benchmarks/worker_speed.py --release $R \
+    --operator rms_norm --candidate $C --modes worker --jobs 2 --json $OUT/rms_norm-before.json \
+    > $OUT/rms_norm-before.log 2>&1); tail -4 $OUT/rms_norm-before.log
+  python3 benchmarks/repeat_figures.py --release $R --operator rms_norm $OUT/rms_norm-before.json \
+    $OUT/rms_norm-after.json > $OUT/repeat.log 2>&1; cat $OUT/repeat.log
+  python3 -m pip install -q --no-deps --no-index .libwhl/*.whl 2>&1 | tail -2
+  LADDER_S=$((530 - SECONDS - 50))  # what is left of the call, less the ladder's own wind-down
+  timeout $((LADDER_S + 50)) python3 benchmarks/library_ladder.py --release $R --json $OUT/ladder.json \
+    --deadline-s $LADDER_S --max-shapes ${LADDER_SHAPES:-8} > $OUT/ladder.log 2>&1; tail -40 $OUT/ladder.log
+  ;;
+B)
+  timeout 150 python3 benchmarks/warm_pool_speed.py --release $R --operator rms_norm --candidate $C \
+    --jobs 3 --json $OUT/warm-pool.json > $OUT/warm-pool.log 2>&1; tail -8 $OUT/warm-pool.log
+  timeout 200 python3 benchmarks/loop_gpu.py --release $R --rounds 6 --out $OUT/loop > $OUT/loop.log 2>&1
+  tail -30 $OUT/loop.log; tar -C $OUT -czf $OUT/loop.tar.gz loop && rm -rf $OUT/loop  # 8 files come back
+  timeout ${EAGER_S:-200} python3 benchmarks/eager_fidelity.py --public-release $R --json $OUT/eager.json \
+    --deadline-s $((${EAGER_S:-200} - 20)) > $OUT/eager.log 2>&1; tail -30 $OUT/eager.log
+  ;;
+C)
+  # into the host's Python, where the sandboxed child sees it (its .pth adds python_packages)
+  tar -C "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" -xJf .cute/*.tar.xz
+  python3 -c "import cutlass, cutlass.cute; print('cutlass', cutlass.__file__)" 2>&1 | tail -2
+  timeout 300 python3 benchmarks/capture_check.py --json $OUT/capture.json > $OUT/capture.log 2>&1; cat $OUT/capture.log | tail -20
+  ;;
+esac
