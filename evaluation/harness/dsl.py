@@ -247,7 +247,12 @@ def _launch_enter_hook(recorder: LaunchRecorder) -> Iterator[None]:
 
 
 def _metadata_name(metadata: Any) -> str:
-    for getter in (lambda m: m.get("name"), lambda m: m["name"], lambda m: m.name):
+    # A compiled kernel's launch hands the hook Triton's LazyDict: its `data` holds the name
+    # (its `get()` would also run the kernel's launch_metadata function, which is not ours
+    # to run). On the H200 the name read as "?" without this, and FlagGems' kernels were
+    # called fallback-torch.
+    for getter in (lambda m: m.data["name"], lambda m: m.get("name"), lambda m: m["name"],
+                   lambda m: m.name):
         with contextlib.suppress(KeyError, AttributeError, TypeError):
             value = getter(metadata)
             if value:

@@ -39,11 +39,13 @@ def install_fixture_package(site: Path) -> Path:
     package = site / "atrex_fixture_kernels"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text(FIXTURE.read_text())
+    (package / "hooks.py").write_text((FIXTURE.parent / "hooks.py").read_text())
     info = site / f"atrex_fixture_kernels-{VERSION}.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {PACKAGE}\nVersion: {VERSION}\n")
     (info / "top_level.txt").write_text("atrex_fixture_kernels\n")
-    (info / "RECORD").write_text("atrex_fixture_kernels/__init__.py,,\n")
+    (info / "RECORD").write_text("atrex_fixture_kernels/__init__.py,,\n"
+                                 "atrex_fixture_kernels/hooks.py,,\n")
     return site
 
 
@@ -210,11 +212,14 @@ def test_a_librarys_cached_kernel_launched_without_run_is_still_the_librarys(
     recorder = LaunchRecorder(own_files=frozenset({OWN_FILE}),
                               libraries=LibraryIndex(roots=[str(library_site), *sys.path]))
     scope: dict[str, object] = {}
-    # the library's cached launch, as CompiledKernel.run calls the hook, from its own file
+    from triton.compiler.compiler import LazyDict
+
+    # the library's cached launch, as CompiledKernel.run calls the hook (with a LazyDict,
+    # whose `get()` takes no key), from its own file
     exec(compile("def launch(name):\n    hook = triton.knobs.runtime.launch_enter_hook\n"
-                 "    hook({'name': name})\n",
+                 "    hook(LazyDict({'name': name, 'function': 0, 'stream': 0}))\n",
                  str(library_site / "atrex_fixture_kernels" / "cache.py"), "exec"),
-         {"triton": triton}, scope)
+         {"triton": triton, "LazyDict": LazyDict}, scope)
     # the candidate's forward calling the library
     exec(compile("def forward(launch):\n    launch('fixture_cached_kernel')\n", OWN_FILE,
                  "exec"), {}, scope)
@@ -222,3 +227,58 @@ def test_a_librarys_cached_kernel_launched_without_run_is_still_the_librarys(
         scope["forward"](scope["launch"])  # type: ignore[operator]
     assert recorder.library_kernels == {"fixture_cached_kernel": LABEL}
     assert recorder.foreign_launches == []
+
+
+IMPORTS_A_HOOKING_LIBRARY = '''
+import torch
+import atrex_fixture_kernels
+import atrex_fixture_kernels.hooks
+{after_import}
+
+
+class Model(torch.nn.Module):
+    def __init__(self, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        return atrex_fixture_kernels.rms_norm(x, weight, self.eps)
+'''
+
+
+def test_hooks_a_library_adds_while_imported_are_not_the_candidates(library_site: Path) -> None:
+    """An installed, read-only library that adds an audit hook and an import finder while it
+    is imported does not fail the candidate's integrity check (on the H200 every Liger-Kernel
+    shape did); the same library function adding a hook when the candidate calls it does."""
+    result = run_candidate("rms_norm", IMPORTS_A_HOOKING_LIBRARY.format(after_import=""), SHAPE)
+    shape = result.shapes[0]
+    assert shape.status == "passed", shape.error
+    assert shape.adoption is not None and shape.adoption["verdict"] == LIBRARY_VERDICT
+
+    called = run_candidate("rms_norm", IMPORTS_A_HOOKING_LIBRARY.format(
+        after_import="atrex_fixture_kernels.hooks.add_hook_later()"), SHAPE).shapes[0]
+    assert called.status == "failed"
+    assert "integrity check failed" in (called.error or "")
+    assert "an audit hook" in (called.error or "")
+    assert "an import hook" not in (called.error or "")  # the import's finder stays allowed
+
+
+def test_a_hook_counts_as_the_candidates_where_the_library_file_is_writable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The candidate cannot pass its own code off as a library's: a file the child can
+    write (its scratch space, a folder it put on sys.path) is never a library's."""
+    from evaluation.harness.isolation import integrity
+
+    site = install_fixture_package(tmp_path / "site")
+    module_file = str(site / "atrex_fixture_kernels" / "hooks.py")
+    code = compile("import sys\nframe = sys._getframe(0)\n", module_file, "exec")
+    scope: dict[str, object] = {}
+    monkeypatch.syspath_prepend(str(site))
+    integrity._LIBRARY_INDEX.clear()
+    exec(code, scope)
+    frame = scope["frame"]
+    monkeypatch.setattr(integrity, "writable", lambda path: False)
+    assert integrity.library_import_hook(frame) == LABEL  # type: ignore[arg-type]
+    monkeypatch.setattr(integrity, "writable", lambda path: True)
+    assert integrity.library_import_hook(frame) is None  # type: ignore[arg-type]
+    integrity._LIBRARY_INDEX.clear()

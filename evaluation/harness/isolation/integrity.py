@@ -182,16 +182,102 @@ _AUDIT_TRIPWIRES = frozenset({"sys.addaudithook", "sys.monitoring.register_callb
 _audit_seen: list[str] = []
 
 
+# Hooks an installed library added while it was being imported (library_import_hook): allowed.
+_library_hooks: list[str] = []
+
+
 def install_audit_tripwire() -> None:
     """Record every later attempt to add an audit hook (an audit hook runs on file opens,
     imports and ctypes calls, the harness's included), and count library loads and imports
-    (code_loaded_since). Called once, before the candidate."""
+    (code_loaded_since). Called once, before the candidate.
+
+    An installed library that adds one while it is imported (on the H200, importing
+    Liger-Kernel's ops under Python 3.12 did) is not the candidate's doing: it is recorded
+    apart (library_import_hook, library_hooks) and allowed."""
     def hook(event: str, args: tuple[object, ...]) -> None:
         if event in _AUDIT_TRIPWIRES:
-            _audit_seen.append(event)
+            library = library_import_hook(sys._getframe(1), args)
+            if library is None:
+                _audit_seen.append(event)
+            else:
+                _library_hooks.append(f"{event} by {library}")
         elif event in ("ctypes.dlopen", "import"):
             _loads[0] += 1  # a new shared object may be mapped now: child_core._installed looks
     sys.addaudithook(hook)
+
+
+def library_hooks() -> list[str]:
+    """Hooks that installed libraries added while imported (allowed; for the notes)."""
+    return sorted(set(_library_hooks))
+
+
+def library_import_hook(frame: types.FrameType | None, args: tuple[object, ...] = ()) -> str | None:
+    """The installed library that is adding a hook from `frame`, when it does so while one
+    of its modules is being imported; else None (the hook counts as the candidate's).
+
+    Three conditions, each one the candidate cannot meet with code of its own: the adding
+    frame's file, and the file of any function handed over (`args`, as
+    sys.monitoring.register_callback passes its callback), belong to an installed
+    distribution and are not writable from the child (the sandbox mounts the Python install
+    read-only; the candidate's files and its scratch space are writable or its own); and a
+    module body of such a library lies on the stack above it (an import, not a library
+    function the candidate called with a callback of its own)."""
+    if frame is None:
+        return None
+    library = _read_only_library_file(frame.f_code.co_filename)
+    if library is None:
+        return None
+    for value in args:
+        code = getattr(value, "__code__", None)
+        if code is not None and _read_only_library_file(code.co_filename) is None:
+            return None
+    caller: types.FrameType | None = frame
+    while caller is not None:
+        if caller.f_code.co_name == "<module>" and _read_only_library_file(
+                caller.f_code.co_filename) is not None:
+            return library
+        caller = caller.f_back
+    return None
+
+
+_LIBRARY_INDEX: list[Any] = []
+
+
+def writable(path: str) -> bool:
+    return os.access(path, os.W_OK)
+
+
+def _read_only_library_file(path: str) -> str | None:
+    """"package version" when `path` is an installed distribution's file the child cannot
+    write, else None."""
+    if not path or path.startswith("<") or writable(path):
+        return None
+    if not _LIBRARY_INDEX:
+        from ..libraries import LibraryIndex
+        _LIBRARY_INDEX.append(LibraryIndex())
+    return _LIBRARY_INDEX[0].of_file(path)  # type: ignore[no-any-return]
+
+
+def _import_hooks() -> tuple[int, ...]:
+    """sys.meta_path's finders but those an installed library defines (its import put them
+    there; a finder class of the standard library's, or of the candidate's, counts)."""
+    kept = []
+    for finder in sys.meta_path:
+        kind = finder if isinstance(finder, type) else type(finder)
+        module = sys.modules.get(getattr(kind, "__module__", "") or "")
+        source = getattr(module, "__file__", None) or ""
+        if _finder_library(source) is None:
+            kept.append(_ident(finder))
+    return tuple(kept)
+
+
+_FINDER_LIBRARY: dict[str, str | None] = {}
+
+
+def _finder_library(source: str) -> str | None:
+    if source not in _FINDER_LIBRARY:
+        _FINDER_LIBRARY[source] = _read_only_library_file(source)
+    return _FINDER_LIBRARY[source]
 
 
 def hook_state() -> HookState:
@@ -206,7 +292,7 @@ def hook_state() -> HookState:
         "a profile function for threads (threading.setprofile)": _ident(threading.getprofile()),
         "an audit hook": len(_audit_seen),
         "a garbage-collector callback (gc.callbacks)": tuple(_ident(c) for c in gc.callbacks),
-        "an import hook (sys.meta_path)": tuple(_ident(f) for f in sys.meta_path),
+        "an import hook (sys.meta_path)": _import_hooks(),
         "a path hook (sys.path_hooks)": tuple(_ident(f) for f in sys.path_hooks),
         "sys.excepthook": _ident(sys.excepthook),
         "sys.unraisablehook": _ident(sys.unraisablehook),
