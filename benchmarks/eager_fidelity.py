@@ -17,6 +17,7 @@ Forwards: three two-kernel Triton forwards that refuse capture (multi_kernel_for
 and three public references that cannot be captured (host syncs), three shapes each.
 
 Usage: python benchmarks/eager_fidelity.py --public-release DIR [--json OUT] [--deadline-s 540]
+           [--probes fresh,audit,...] [--triton-probes-only] [--skip probe,harness,capture]
        python benchmarks/eager_fidelity.py --probe MODE --public-release DIR --json OUT
 """
 
@@ -41,7 +42,7 @@ TRITON = {"rms_norm": ("RmsNorm", ("15", "0", "40")),
 REFERENCES = {"gated_delta_rule_update": ("0", "1", "2"),
               "chunk_delta_rule_output": ("0", "1", "2"),
               "moe_count_and_sort": ("0", "1", "2")}
-PROBE_MODES = ("fresh", "profiled", "detached", "teardown_env")
+PROBE_MODES = ("fresh", "profiled", "detached", "teardown_env", "audit", "dynamo")
 FORWARDS_FILE = REPO / "benchmarks" / "multi_kernel_forwards.py"
 
 
@@ -72,9 +73,23 @@ def probe(mode: str, public: Path, rounds: int = 3, calls: int = 25) -> dict[str
     release = load_release(public)
     flush = L2Flusher("read")
     out: dict[str, Any] = {"mode": mode, "cases": []}
+    events: dict[str, int] = {}
+    counting = [False]
+    if mode == "audit":
+        from evaluation.harness.isolation.integrity import install_audit_tripwire
+
+        install_audit_tripwire()
+
+        def count(event: str, args: tuple[object, ...]) -> None:
+            if counting[0]:
+                events[event] = events.get(event, 0) + 1
+        sys.addaudithook(count)
+    if mode == "dynamo":
+        import torch._dynamo  # noqa: F401
     session_done = False
+    operators = [*TRITON] if os.environ.get("PROBE_TRITON_ONLY") else [*TRITON, *REFERENCES]
     with pinned_thread(True):
-        for operator in [*TRITON, *REFERENCES]:
+        for operator in operators:
             op = release.operator(operator).public
             source = candidate_source(operator, public)
             path = Path(os.environ.get("TMPDIR", "/tmp")) / f"probe_{operator}.py"
@@ -96,7 +111,16 @@ def probe(mode: str, public: Path, rounds: int = 3, calls: int = 25) -> dict[str
                 for i in range(len(sets)):
                     forward(i)
                 torch.cuda.synchronize()
-                if mode != "fresh" and not session_done:
+                if mode == "audit":  # the interpreter events of one warm forward
+                    counting[0] = True
+                    forward(0)
+                    counting[0] = False
+                    out.setdefault("events_per_forward", {})[f"{operator}/{shape_id}"] = dict(
+                        events)
+                    print(f"probe audit {operator}/{shape_id}: interpreter events in one "
+                          f"forward: {dict(events)}", flush=True)
+                    events.clear()
+                if mode in ("profiled", "detached", "teardown_env") and not session_done:
                     acts = [torch.profiler.ProfilerActivity.CUDA]
                     with torch.profiler.profile(activities=acts):
                         forward(0)
@@ -190,6 +214,11 @@ def main() -> None:
     parser.add_argument("--probe", choices=PROBE_MODES)
     parser.add_argument("--deadline-s", type=float, default=540)
     parser.add_argument("--skip", default="", help="comma-separated: probe,harness,capture")
+    parser.add_argument("--probes", default=",".join(PROBE_MODES),
+                        help="comma-separated bare-process modes to run")
+    parser.add_argument("--triton-probes-only", action="store_true",
+                        help="bare processes time the Triton forwards only (the references' "
+                             "figures take minutes)")
     args = parser.parse_args()
     if args.probe:
         args.json.write_text(json.dumps(probe(args.probe, args.public_release)))
@@ -206,7 +235,9 @@ def main() -> None:
     report: dict[str, Any] = {"probes": {}, "harness": {}, "capture": {}}
     out_dir = args.json.parent
     if "probe" not in skip:
-        for mode in PROBE_MODES:
+        if args.triton_probes_only:
+            os.environ["PROBE_TRITON_ONLY"] = "1"
+        for mode in filter(None, args.probes.split(",")):
             if time.monotonic() < deadline:
                 report["probes"][mode] = run_probe(mode, args.public_release, out_dir)
     from evaluation.harness.release import load_release
