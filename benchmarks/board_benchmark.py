@@ -437,7 +437,8 @@ def replicate_summaries(raw: Any, patterns: int, total: int, per_team: int) -> N
         summaries = {pk: (s, t, r) for pk, s, t, r in cursor.fetchall()}
         cursor.execute("SELECT submission_id, operator_id, hardware_id, on_board, rankable, "
                        "score, correctness_rate, solved, hidden_score, interval::text, "
-                       "not_generalising, covered, dev_covered FROM leaderboard_operatorsummary "
+                       "not_generalising, covered, dev_covered, generalisation_reasons::text "
+                       "FROM leaderboard_operatorsummary "
                        "WHERE submission_id <= %s", [patterns])
         operators: dict[int, list[tuple[Any, ...]]] = {}
         for pk, *rest in cursor.fetchall():
@@ -469,7 +470,8 @@ def replicate_summaries(raw: Any, patterns: int, total: int, per_team: int) -> N
     copy_text(raw, "leaderboard_operatorsummary",
               ("submission_id", "team_id", "created_at", "operator_id", "hardware_id",
                "on_board", "rankable", "score", "correctness_rate", "solved", "hidden_score",
-               "interval", "not_generalising", "covered", "dev_covered"),
+               "interval", "not_generalising", "covered", "dev_covered",
+               "generalisation_reasons"),
               (f"{i}\t{(i - 1) // per_team + 1}\t{(base + timedelta(seconds=i)).isoformat()}\t"
                + "\t".join(cell(v) for v in row)
                for i in range(patterns + 1, total + 1)

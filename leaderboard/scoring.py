@@ -50,10 +50,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -177,10 +179,25 @@ def normalise_weights(weights: Mapping[str, float], operators: Iterable[str]) ->
 
 def weighted_score(by_operator: Mapping[str, float | None],
                    weights: Mapping[str, float]) -> float | None:
-    """sum w_op * S_op over normalised weights; a missing operator scores 0."""
-    if any(by_operator.get(op, 0.0) is None for op, w in weights.items() if w > 0):
-        return None
-    return sum(w * (by_operator.get(op) or 0.0) for op, w in weights.items())
+    """sum w_op * S_op over normalised weights; a missing operator scores 0, and an
+    untimed one (None) with a positive weight leaves the sum unknown. (A plain loop: a
+    rescore calls this five times per submission.)"""
+    total = 0.0
+    for op, weight in weights.items():
+        if weight > 0:
+            value = by_operator.get(op, 0.0)
+            if value is None:
+                return None
+            total += weight * value
+    return total
+
+
+@functools.lru_cache(maxsize=256)
+def _normalised(items: tuple[tuple[str, float], ...],
+                operators: tuple[str, ...]) -> Mapping[str, float]:
+    """normalise_weights, once per weight set and operator subset (a rescore combines
+    every submission under the same few): read-only, shared between calls."""
+    return MappingProxyType(normalise_weights(dict(items), operators))
 
 
 def unweighted_mean(by_operator: Mapping[str, float | None], operators: Sequence[str]) -> float | None:
@@ -318,7 +335,8 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
     counts 0 there. Without it, the submission's own shapes decide. `excluded`: an admin
     took the submission off the ranks (it is still shown).
     """
-    normalised = normalise_weights(weights, weights)
+    normalised = _normalised(tuple(weights.items()), tuple(weights))
+    normalised_items = tuple(normalised.items())
     operators = sorted(normalised)
     reasons = generalisation_failures(summary.hidden_siblings or (), generalisation_factor)
     by_operator = summary.by_operator
@@ -327,8 +345,9 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
     errors = summary.errors.get("all")
     intervals: dict[str, Any] = {
         "aggregate": _interval(aggregate, _weighted_error(by_operator, errors, normalised)),
-        "by_operator": {op: _interval(by_operator.get(op, 0.0), _operator_error(
-            op, by_operator, errors)) for op in operators}}
+        "by_operator": {op: _interval(by_operator[op], None if errors is None
+                                      else errors.get(op)) if op in by_operator
+                        else [0.0, 0.0] for op in operators}}  # no candidate: 0, certainly
     subsets: dict[str, float | None] = {}
     for name in SUBSETS:
         scores = summary.by_subset.get(name, {})
@@ -340,13 +359,13 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
         if not present:
             subsets[name] = intervals[name] = None
             continue
-        subset_weights = normalise_weights(normalised, present)
+        subset_weights = _normalised(normalised_items, tuple(present))
         subsets[name] = weighted_score(scores, subset_weights)
         intervals[name] = _interval(subsets[name], _weighted_error(
             scores, summary.errors.get(name), subset_weights))
     return WeightedScore(
         ranked=summary.ranked,
-        aggregate=weighted_score(by_operator, normalised),
+        aggregate=aggregate,
         unweighted_mean=unweighted_mean(by_operator, operators),
         by_operator={op: by_operator.get(op, 0.0) for op in operators},
         **subsets,
@@ -504,9 +523,9 @@ def _weighted_error(scores: Mapping[str, float | None], errors: Mapping[str, flo
     independent; None when any weighted operator's error is unknown."""
     total = 0.0
     for op, weight in weights.items():
-        if weight <= 0:
+        if weight <= 0 or op not in scores:  # no candidate for it: 0, and certainly so
             continue
-        error = _operator_error(op, scores, errors)
+        error = None if errors is None else errors.get(op)
         if error is None:
             return None
         total += (weight * error) ** 2
