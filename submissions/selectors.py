@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # a name for the reverse relation's rows, never imported at r
 
 PUBLIC_RESULT_FIELDS = ("status", "stage_reached", "failed_stage", "error", "max_abs_error",
                         "max_rel_error", "verdict", "dsl_ratio", "median_s", "p10_s", "p90_s",
-                        "samples", "launch_method", "wall_median_s", "attainment",
+                        "samples", "launch_method", "wall_time_s", "attainment",
                         "attainment_with_floor", "suspicious")
 ADMIN_RESULT_FIELDS = ("sol_s",)  # derived from the hidden roofline
 
@@ -427,7 +427,7 @@ def _evidence(result: ShapeResult) -> dict[str, Any]:
     if result.attainment is not None and result.attainment > 1:
         checks.append(f"attainment {result.attainment:.2f} > 1: faster than the hardware's "
                       "speed of light")
-    if result.wall_median_s and result.median_s and result.wall_median_s < 0.5 * result.median_s:
+    if result.wall_time_s and result.median_s and result.wall_time_s < 0.5 * result.median_s:
         # the wall time of a call holds its span: less than half of it means the two
         # passes did not time the same work
         checks.append("the wall time of a call is less than half its scored device span")

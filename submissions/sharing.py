@@ -23,7 +23,7 @@ from submissions.selectors import active_score, submission_outcomes, submission_
 
 TOKEN_BYTES = 24  # 192 bits, URL-safe base64: 32 characters
 SHARED_RESULT_FIELDS = ("status", "failed_stage", "verdict", "dsl_ratio", "median_s",
-                        "wall_median_s", "attainment", "suspicious")
+                        "wall_time_s", "attainment", "suspicious")
 SHARED_SCORE_FIELDS = ("weights_version", "ranked", "complete", "aggregate", "unweighted_mean",
                        "memory", "compute", "prefill", "decode", "correctness_rate",
                        "dsl_adoption_rate", "by_operator")
