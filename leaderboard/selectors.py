@@ -42,10 +42,10 @@ from leaderboard.scoring import (
     generalisation_reason_text,
     summarise,
 )
+from leaderboard.submission_scores import active_weights_score
 from portal import derived_cache
 from portal.accounts.models import Team
 from submissions.models import Candidate, ShapeResult, Submission
-from submissions.selectors import active_weights_score
 
 NUMBER_COLUMNS = ("aggregate", "memory", "compute", "prefill", "decode", "unweighted_mean",
                   "correctness_rate", "dsl_adoption_rate")

@@ -14,6 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from leaderboard.submission_scores import active_score, submission_settled
 from portal.accounts.auth import audit_token_use, request_token, require_scope
 from portal.accounts.models import Team, TokenScope
 from portal.accounts.viewer import ViewerApiRequest
@@ -25,9 +26,7 @@ from submissions.ncu import ncu_profile_detail, ncu_profile_request, ncu_profile
 from submissions.profile import submission_profile
 from submissions.results import WALL_TIME_KEY
 from submissions.selectors import (
-    active_score,
     submission_detail,
-    submission_settled,
     submissions_visible,
 )
 from submissions.services import quota_status, submission_create_once
