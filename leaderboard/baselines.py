@@ -14,13 +14,13 @@ from evaluation.harness.roofline import attainment, roofline_point
 from leaderboard.models import OperatorSummary, SubmissionScore, WeightSet
 from leaderboard.scoring import ScoringPolicy, ShapeOutcome, combine, summarise
 from leaderboard.selectors import (
-    _BOARD_FIELDS,
+    BOARD_FIELDS,
     NUMBER_COLUMNS,
     ON_BOARDS,
     RELEASE_FACTS_S,
-    _release_facts_key,
-    _row,
+    board_row,
     mark_no_interval,
+    release_facts_key,
 )
 from portal import derived_cache
 from submissions.models import Submission
@@ -39,7 +39,7 @@ def baseline_rows(*, release: Release, hardware: HardwareProfile, weight_set: We
                       submission__release=release, interpreter_jobs=0, **ON_BOARDS)
               .exclude(submission__baseline="")
               .order_by("submission__baseline", "-submission__created_at")
-              .values(*_BOARD_FIELDS, "submission__baseline",
+              .values(*BOARD_FIELDS, "submission__baseline",
                       interval=KeyTransform(board, "intervals")))
     seen = set()
     for score in newest:
@@ -48,7 +48,7 @@ def baseline_rows(*, release: Release, hardware: HardwareProfile, weight_set: We
         if key in seen:
             continue
         seen.add(key)
-        row = _row(score, rank=None)
+        row = board_row(score, rank=None)
         row["team"] = baseline_label(kind, score["submission__agent"], labels)
         # the reference, eager or compiled, has no DSL of the release; a library row its kernels
         row["dsl"] = "library" if kind in LIBRARY_BASELINES else "pytorch"
@@ -104,7 +104,7 @@ def _production_outcomes(release: Release,
                          hardware: HardwareProfile) -> tuple[list[ShapeOutcome], set[str]]:
     """Kept in the cache per release and hardware profile's figures (a query per operator)."""
     outcomes, frameworks = derived_cache.remember(
-        derived_cache.BOARDS, _release_facts_key("production", release, hardware),
+        derived_cache.BOARDS, release_facts_key("production", release, hardware),
         lambda: _production_outcomes_read(release, hardware), RELEASE_FACTS_S)
     return list(outcomes), set(frameworks)
 

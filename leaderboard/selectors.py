@@ -73,13 +73,13 @@ def board_freeze(release: Release, hardware: HardwareProfile) -> BoardFreeze | N
             .select_related("frozen_by").first())
 
 
-_BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name",
-                 "submission__created_at", "submission__output_tokens", "submission__agent",
-                 "submission__model_name", "ranked", "complete", "unevaluated_shapes", "lost_jobs",
-                 "interpreter_jobs", "mixed_shapes", "fallback_shapes", "submission__environment",
-                 "not_generalising", "generalisation_reasons", "excluded",
-                 "submission__ranking_excluded_reason",
-                 "library_shapes", "tier", *NUMBER_COLUMNS)
+BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name",
+                "submission__created_at", "submission__output_tokens", "submission__agent",
+                "submission__model_name", "ranked", "complete", "unevaluated_shapes", "lost_jobs",
+                "interpreter_jobs", "mixed_shapes", "fallback_shapes", "submission__environment",
+                "not_generalising", "generalisation_reasons", "excluded",
+                "submission__ranking_excluded_reason",
+                "library_shapes", "tier", *NUMBER_COLUMNS)
 # What a board ranks: whole evaluations, none quarantined, measured on the hardware (a run in
 # Triton's CPU interpreter is a check of correctness and adoption, with no time to rank).
 RANKABLE = {"ranked": True, "complete": True, "interpreter_jobs": 0, "excluded": False}
@@ -129,7 +129,7 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
                       submission__baseline="", **ON_BOARDS)
               # plain rows (a board can hold 100,000 submissions), each with the board's
               # own interval only (the stored intervals hold every operator's too)
-              .values(*_BOARD_FIELDS, interval=KeyTransform(board, "intervals")))
+              .values(*BOARD_FIELDS, interval=KeyTransform(board, "intervals")))
     freeze = board_freeze(release, hardware)
     if freeze is not None:
         scores = scores.filter(submission__created_at__lte=freeze.frozen_at)
@@ -159,7 +159,7 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     ordered = sorted(best.values(), key=lambda s: (
         not _rankable(s),
         *ranked_order(s[board], s["correctness_rate"], s["submission__created_at"])))
-    rows = [_row(score, rank=None) for score in ordered]
+    rows = [board_row(score, rank=None) for score in ordered]
     for row, score in zip(rows, ordered, strict=True):
         row["interval"], row["ranked_by"] = score["interval"], board
         mark_no_interval(row)
@@ -305,7 +305,7 @@ def _rankable(score: dict[str, Any]) -> bool:
     return all(score[field] == value for field, value in RANKABLE.items())
 
 
-def _row(score: dict[str, Any], rank: int | None) -> dict[str, Any]:
+def board_row(score: dict[str, Any], rank: int | None) -> dict[str, Any]:
     return {
         "rank": rank, "team": score["submission__team__name"],
         "submission": score["submission_id"], "dsl": "",
@@ -371,14 +371,14 @@ def boards_with_shapes(release: Release, hardware: HardwareProfile) -> frozenset
         subsets = scoring_context(release).subset_operators(hardware)
         return frozenset(name for name, operators in subsets.items() if operators)
 
-    return derived_cache.remember(derived_cache.BOARDS, _release_facts_key(
+    return derived_cache.remember(derived_cache.BOARDS, release_facts_key(
         "subset-boards", release, hardware), compute, RELEASE_FACTS_S)
 
 
 RELEASE_FACTS_S = 3600  # what a release and a hardware profile's figures decide
 
 
-def _release_facts_key(name: str, release: Release, hardware: HardwareProfile) -> str:
+def release_facts_key(name: str, release: Release, hardware: HardwareProfile) -> str:
     spec = hashlib.sha256(repr(hardware.as_spec()).encode()).hexdigest()[:16]
     return f"{name}:{release.pk}:{hardware.pk}:{spec}"
 
