@@ -24,6 +24,7 @@ from typing import Any
 
 import _path  # noqa: F401 (the repository root on sys.path)
 import torch
+from _wire import wall_time_s
 from measurement_report import Case, load_case
 
 CASES = [Case("multi", "public", op, s) for op, s in (
@@ -68,15 +69,16 @@ def probe(case: Case, public: Path, rounds: int) -> dict[str, Any]:
             torch.cuda.synchronize()
             times[kind].append(start.elapsed_time(end) * 1e-3)
     report = measure_forward(forward, sets, TimingSettings(allow_graph=False), fresh.refill)
+    wall = wall_time_s(report.to_dict())
     row: dict[str, Any] = {"case": case.label, "fresh_inputs": fresh.fresh,
-                           "scored_s": report.median_s, "harness_wall_s": report.wall_median_s,
+                           "scored_s": report.median_s, "harness_wall_s": wall,
                            "span_s": report.span_median_s, "busy_s": report.busy_median_s}
     for kind, values in times.items():
         q = statistics.quantiles(values, n=10)
         row[kind] = {"median_s": statistics.median(values), "p10_s": q[0], "p90_s": q[-1]}
     print(f"{case.label:40} " + " ".join(f"{k} {row[k]['median_s'] * 1e6:8.1f}"
                                           for k in times)
-          + f" | measure_forward {report.median_s * 1e6:8.1f} (E {report.wall_median_s * 1e6:8.1f}, "
+          + f" | measure_forward {report.median_s * 1e6:8.1f} (E {wall * 1e6:8.1f}, "
             f"span {report.span_median_s * 1e6:8.1f}) fresh={fresh.fresh}", flush=True)
     return row
 

@@ -54,6 +54,7 @@ import torch
 import triton
 import triton.language as tl
 from _path import REPO
+from _wire import WALL_KEY, wall_time_s
 from ncu import NVTX_RANGE, profile_kernels
 
 RELEASES = {"fixture": REPO / "evaluation" / "releases" / "atrex-fixture",
@@ -256,7 +257,7 @@ def wall_samples(forward: Callable[..., object], sets: list[Any], samples: int) 
 
 
 KEEP = ("method", "median_s", "p10_s", "p90_s", "rse", "n", "kernels_per_forward",
-        "wall_median_s", "busy_median_s", "span_median_s", "scored_as", "span_measured_by",
+        WALL_KEY, "busy_median_s", "span_median_s", "scored_as", "span_measured_by",
         "graph_error")
 # Non-capturable public references whose kernels fill a small part of their wall time
 # (host syncs, Python loops over sequences or experts), one shape each, 1-40 ms of wall
@@ -591,7 +592,7 @@ def rows_by_case(report: Mapping[str, Any],
             "ncu_s": ncu_s, "compared_s": compared,
             "diff": (compared - ncu_s) / ncu_s if ncu_s and compared else None,
             "busy_s": scored.get("busy_median_s"), "span_s": scored["span_median_s"],
-            "harness_wall_s": scored.get("wall_median_s"),
+            "harness_wall_s": wall_time_s(scored),
             "measured_by": scored.get("span_measured_by"),
             "method": scored["method"], "graph": timing["graph"] or {}, "eager": timing["eager"],
             "unflushed": timing["unflushed"], "wall_s": timing["wall_s"],
@@ -727,7 +728,7 @@ def _capture_lines(report: Mapping[str, Any]) -> list[str]:
         lines.append(f"| {r['operator']}/{r['shape']} | {_us(c['median_s'])} ({c['method']}) | "
                      f"{_us(f['median_s'])} ({f['method']}) | {f.get('span_measured_by') or '–'} | "
                      f"{f'{ratio:.2f}' if ratio else '–'} | {_us(f.get('busy_median_s'))} | "
-                     f"{_us(f.get('wall_median_s'))} | "
+                     f"{_us(wall_time_s(f))} | "
                      f"{'yes' if c['correct'] and f['correct'] else 'NO'} |")
     operators = len({r["operator"] for r in rows})
     lines += ["", f"{ok} of {len(rows)} (forward, shape) pairs over {operators} forwards: the "

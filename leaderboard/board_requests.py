@@ -12,13 +12,13 @@ from django.shortcuts import get_object_or_404
 from evaluation.catalog.models import HardwareProfile, Release
 from evaluation.harness.dsl import DSL_LABELS, KNOWN_DSLS
 from leaderboard import tiers
+from leaderboard.baselines import baseline_rows
 from leaderboard.models import WeightSet
 from leaderboard.selectors import (
     BOARDS,
     NUMBER_COLUMNS,
     SUBSET_BOARDS,
     analysis_points,
-    baseline_rows,
     board_freeze,
     board_has_shapes,
     board_rows,

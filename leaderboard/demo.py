@@ -46,6 +46,7 @@ from leaderboard.ladder import ladder_store
 from leaderboard.models import WeightSet
 from leaderboard.services import rescore_submission, weight_set_activate, weight_set_create
 from portal.accounts.models import Team
+from submissions.environment import submission_environment_update
 from submissions.models import Candidate, EvaluationJob, Submission
 from submissions.results import store_shape
 from submissions.services import baseline_team
@@ -140,6 +141,7 @@ def load_recorded_results(release: Release) -> list[str]:
                       "loaded by setup_demo, not evaluated here.")
             for recorded in files:
                 _store_file(submission, recorded)
+        submission_environment_update(submission.pk)  # stored outside a job's life cycle
         rescore_submission(submission)
         created.append(team_name)
     return created
@@ -211,6 +213,7 @@ def load_recorded_starter_baselines(release: Release,
                 for shape in recorded["shapes"]:
                     store_shape(job, _baseline_report(shape, kind, provenance(
                         meta["device"], meta["date"], EVALUATOR_2026_11_30, source)))
+        submission_environment_update(submission.pk)  # stored outside a job's life cycle
         rescore_submission(submission)
         stored.append(Submission.Baseline(kind).label)
     return stored
@@ -250,6 +253,7 @@ def load_recorded_public_baseline(release: Release, path: Path = PUBLIC_BASELINE
                                 worker="recorded: H200, 2026-12-02")
             for report in reports:
                 store_shape(job, {**report, "recorded": recorded})
+    submission_environment_update(submission.pk)  # stored outside a job's life cycle
     rescore_submission(submission)
     return True
 

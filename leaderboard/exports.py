@@ -7,7 +7,9 @@ not turn a public board into a 401). Errors are JSON whatever format was asked f
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import csv
+import io
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.http import HttpResponse
@@ -29,10 +31,45 @@ from leaderboard.board_requests import (
     operator_board_data,
     rank_changes_data,
 )
-from leaderboard.selectors import BOARDS, EXPORT_COLUMNS, NUMBER_COLUMNS, rows_as_csv
+from leaderboard.selectors import BOARDS, COLUMNS, NUMBER_COLUMNS
 from portal.api_schema import errors, with_fields
 
 OPERATOR_COLUMNS = ("rank", "team", "submission", "score", "date")
+
+
+EXPORT_COLUMNS = (*COLUMNS, "interval_low", "interval_high", "environment")
+
+
+def rows_as_csv(rows: Sequence[dict[str, Any]], baselines: Sequence[dict[str, Any]] = (),
+                columns: Sequence[str] = EXPORT_COLUMNS) -> str:
+    """The board's rows, then its unranked baseline rows (rank empty, badged "baseline")."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for row in [*rows, *baselines]:
+        interval = row.get("interval") or (None, None)
+        cells = {**row, "interval_low": interval[0], "interval_high": interval[1]}
+        writer.writerow({k: _csv_cell(cells[k]) for k in columns})
+    return buffer.getvalue()
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection): a
+# team's agent "=HYPERLINK(...)" would run for everyone who opens the export.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        value = "; ".join(value)
+    if not isinstance(value, str):
+        return value  # numbers stay numbers, negative ones included
+    if value.startswith(_FORMULA_STARTS):
+        value = "'" + value  # a leading quote: the spreadsheet reads the cell as text
+    # Python 3.11's writer leaves a field with a bare CR unquoted, and a spreadsheet starts a
+    # new row there, whose first cell could be a formula; a newline gets the field quoted.
+    return value.replace("\r", "\n")
 
 
 class CsvRenderer(BaseRenderer):

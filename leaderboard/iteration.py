@@ -18,9 +18,10 @@ from django.db.models import F
 
 from evaluation.catalog.models import HardwareProfile, Release
 from leaderboard.models import ScoreSummary
+from leaderboard.submission_scores import active_weights_score
 from portal.accounts.models import Team
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
-from submissions.selectors import active_weights_score, submission_outcomes
+from submissions.selectors import submission_outcomes
 
 HISTORY_LIMIT = 200  # the newest entries a history shows (oldest first)
 # difflib's matcher is quadratic in the worst case: a larger candidate gets no diff, only a note.

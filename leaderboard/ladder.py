@@ -29,6 +29,7 @@ from django.db import transaction
 from evaluation.catalog.models import HardwareProfile, Operator, Release
 from leaderboard.models import ScoreSummary
 from leaderboard.services import rescore_submission
+from submissions.environment import submission_environment_update
 from submissions.models import Candidate, EvaluationJob, ShapeResult, Submission
 from submissions.results import store_shape
 from submissions.services import baseline_team
@@ -94,6 +95,7 @@ def best_open_build(*, release: Release, hardware: HardwareProfile) -> Submissio
                   + "; ".join(lines))
         for _, _library, candidate in chosen.values():
             _copy_candidate(best_open, candidate)
+    submission_environment_update(best_open.pk)  # stored outside a job's life cycle
     rescore_submission(best_open)
     return best_open
 
@@ -117,6 +119,7 @@ def _store_rows(release: Release, hardware: HardwareProfile, kind: str, agent: s
                                        f"{recorded.get('date', '')}")
             for report in reports:
                 store_shape(job, {**report, "recorded": recorded})
+    submission_environment_update(submission.pk)  # stored outside a job's life cycle
     rescore_submission(submission)
     return submission
 

@@ -12,13 +12,12 @@ from django.db.models import Count
 
 from evaluation.catalog.models import HardwareProfile, Release, Shape
 from evaluation.catalog.selectors import DEV_TIER
+from leaderboard.baselines import baseline_rows, production_baseline
 from leaderboard.models import OperatorSummary, SubmissionScore, WeightSet
 from leaderboard.selectors import (
     ON_BOARDS,
     RANKABLE,
-    baseline_rows,
     board_rows,
-    production_baseline,
 )
 from portal import derived_cache
 from submissions.models import Candidate, Submission

@@ -54,9 +54,9 @@ import functools
 import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, Field, dataclass, field, fields
 from types import MappingProxyType
-from typing import Any
+from typing import Any, get_type_hints
 
 import numpy as np
 
@@ -249,42 +249,123 @@ class SubmissionSummary:
     hidden_siblings: Sequence[Mapping[str, Any]] | None = None
 
     def as_json(self) -> dict[str, object]:
-        return {"ranked": self.ranked, "by_operator": dict(self.by_operator),
-                "by_subset": {k: dict(v) for k, v in self.by_subset.items()},
-                "shapes": self.shapes, "correct": self.correct, "native": self.native,
-                "mixed": self.mixed, "fallback": self.fallback, "complete": self.complete,
-                "unevaluated": self.unevaluated, "lost_jobs": self.lost_jobs,
-                "interpreter_jobs": self.interpreter_jobs,
-                "errors": {k: dict(v) for k, v in self.errors.items()},
-                "hidden_by_operator": dict(self.hidden_by_operator),
-                "floor_by_operator": dict(self.floor_by_operator),
-                "hidden_floor_by_operator": dict(self.hidden_floor_by_operator),
-                "hidden_shapes": self.hidden_shapes, "hidden_correct": self.hidden_correct,
-                "library": self.library,
-                "hidden_siblings": None if self.hidden_siblings is None
-                else [dict(c) for c in self.hidden_siblings]}
+        """The stored form: every field under its own name, mappings as plain dicts."""
+        return {f.name: _SUMMARY_CODECS[f.name].dump(getattr(self, f.name))
+                for f in fields(self)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> SubmissionSummary:
-        return cls(ranked=bool(data["ranked"]), by_operator=data["by_operator"],  # type: ignore[arg-type]
-                   by_subset=data["by_subset"],  # type: ignore[arg-type]
-                   shapes=int(data["shapes"]), correct=int(data["correct"]),  # type: ignore[call-overload]
-                   native=int(data["native"]),  # type: ignore[call-overload]
-                   mixed=int(data.get("mixed", 0)),  # type: ignore[call-overload]
-                   fallback=int(data.get("fallback", 0)),  # type: ignore[call-overload]
-                   complete=bool(data.get("complete", True)),
-                   unevaluated=int(data.get("unevaluated", 0)),  # type: ignore[call-overload]
-                   lost_jobs=int(data.get("lost_jobs", 0)),  # type: ignore[call-overload]
-                   interpreter_jobs=int(data.get("interpreter_jobs", 0)),  # type: ignore[call-overload]
-                   errors=data.get("errors") or {},  # type: ignore[arg-type]
-                   hidden_by_operator=data.get("hidden_by_operator") or {},  # type: ignore[arg-type]
-                   floor_by_operator=data.get("floor_by_operator") or {},  # type: ignore[arg-type]
-                   hidden_floor_by_operator=data.get(  # type: ignore[arg-type]
-                       "hidden_floor_by_operator") or {},
-                   hidden_shapes=int(data.get("hidden_shapes", 0)),  # type: ignore[call-overload]
-                   hidden_correct=int(data.get("hidden_correct", 0)),  # type: ignore[call-overload]
-                   library=int(data.get("library", 0)),  # type: ignore[call-overload]
-                   hidden_siblings=data.get("hidden_siblings"))  # type: ignore[arg-type]
+        """A stored summary read back; a key an older summary lacks takes the field's
+        default (a mapping stored as null too), a key without a default is required."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            codec = _SUMMARY_CODECS[f.name]
+            raw = data.get(f.name)
+            if f.name not in data or (raw is None and codec.null_is_missing):
+                if not _has_default(f):
+                    raise KeyError(f.name)
+                continue
+            values[f.name] = codec.load(raw)
+        return cls(**values)
+
+
+def _has_default(f: Field[Any]) -> bool:
+    return f.default is not MISSING or f.default_factory is not MISSING
+
+
+def _json_bool(value: object) -> bool:
+    return bool(value)
+
+
+def _json_int(value: object) -> int:
+    if isinstance(value, int | float | str):
+        return int(value)
+    raise TypeError(f"expected an integer, got {type(value).__name__}")
+
+
+def _json_score(value: object) -> float | None:
+    if value is None or isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        return float(value)
+    raise TypeError(f"expected a number or null, got {type(value).__name__}")
+
+
+def _json_mapping(value: object) -> Mapping[object, object]:
+    if isinstance(value, Mapping):
+        return value
+    raise TypeError(f"expected an object, got {type(value).__name__}")
+
+
+def _json_scores(value: object) -> dict[str, float | None]:
+    return {str(k): _json_score(v) for k, v in _json_mapping(value).items()}
+
+
+def _json_subset_scores(value: object) -> dict[str, dict[str, float | None]]:
+    return {str(k): _json_scores(v) for k, v in _json_mapping(value).items()}
+
+
+def _json_records(value: object) -> list[dict[str, Any]] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        raise TypeError(f"expected a list, got {type(value).__name__}")
+    return [{str(k): v for k, v in _json_mapping(item).items()} for item in value]
+
+
+def _dump_scalar(value: object) -> object:
+    return value
+
+
+def _dump_scores(value: object) -> object:
+    return dict(_json_mapping(value))
+
+
+def _dump_subset_scores(value: object) -> object:
+    return {k: dict(_json_mapping(v)) for k, v in _json_mapping(value).items()}
+
+
+def _dump_records(value: object) -> object:
+    if value is None:
+        return None
+    if not isinstance(value, Sequence):
+        raise TypeError(f"expected a sequence, got {type(value).__name__}")
+    return [dict(_json_mapping(item)) for item in value]
+
+
+@dataclass(frozen=True)
+class _FieldCodec:
+    """How one declared field type is written to and read from the stored JSON."""
+
+    dump: Callable[[object], object]
+    load: Callable[[object], object]
+    null_is_missing: bool = False  # a stored null takes the field's default
+
+
+# One codec per field type SubmissionSummary declares (its annotations, resolved); a field of
+# another type fails at import, in `_field_codecs`.
+_CODECS_BY_TYPE: dict[object, _FieldCodec] = {
+    bool: _FieldCodec(_dump_scalar, _json_bool),
+    int: _FieldCodec(_dump_scalar, _json_int),
+    Mapping[str, float | None]: _FieldCodec(_dump_scores, _json_scores, null_is_missing=True),
+    Mapping[str, Mapping[str, float | None]]: _FieldCodec(
+        _dump_subset_scores, _json_subset_scores, null_is_missing=True),
+    Sequence[Mapping[str, Any]] | None: _FieldCodec(_dump_records, _json_records),
+}
+
+
+def _field_codecs(cls: type) -> Mapping[str, _FieldCodec]:
+    hints = get_type_hints(cls)
+    codecs: dict[str, _FieldCodec] = {}
+    for f in fields(cls):
+        codec = _CODECS_BY_TYPE.get(hints[f.name])
+        if codec is None:
+            raise TypeError(f"{cls.__name__}.{f.name}: no JSON codec for {hints[f.name]!r}")
+        codecs[f.name] = codec
+    return MappingProxyType(codecs)
+
+
+_SUMMARY_CODECS = _field_codecs(SubmissionSummary)
 
 
 def summarise(outcomes: Sequence[ShapeOutcome], policy: ScoringPolicy = ScoringPolicy(), *,

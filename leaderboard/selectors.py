@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import bisect
-import csv
 import hashlib
-import io
 import itertools
 import math
 import statistics
@@ -21,8 +19,6 @@ from django.db.models.functions import Coalesce
 from evaluation.catalog.models import HardwareProfile, Operator, Release
 from evaluation.catalog.selectors import hidden_shape_counts
 from evaluation.harness.dsl import DSL_LABELS
-from evaluation.harness.release import DTYPE_TO_PEAK_PATH
-from evaluation.harness.roofline import attainment, roofline_point
 from leaderboard import tiers
 from leaderboard.models import (
     BoardFreeze,
@@ -33,19 +29,14 @@ from leaderboard.models import (
     SubmissionScore,
     WeightSet,
 )
-from leaderboard.outcomes import arithmetic_intensity, scoring_context
+from leaderboard.outcomes import scoring_context
 from leaderboard.scoring import (
     INTERVAL_Z,
-    ScoringPolicy,
-    ShapeOutcome,
-    combine,
     generalisation_reason_text,
-    summarise,
 )
 from portal import derived_cache
 from portal.accounts.models import Team
-from submissions.models import Candidate, ShapeResult, Submission
-from submissions.selectors import active_weights_score
+from submissions.models import Candidate, Submission
 
 NUMBER_COLUMNS = ("aggregate", "memory", "compute", "prefill", "decode", "unweighted_mean",
                   "correctness_rate", "dsl_adoption_rate")
@@ -61,7 +52,6 @@ COLUMN_LABELS = {
     "badges": "Notes"}
 # The exports also give the board's own score's 95% interval and what each row was measured
 # with (the page names it above the table).
-EXPORT_COLUMNS = (*COLUMNS, "interval_low", "interval_high", "environment")
 # The boards of one release and hardware: each ranks teams by one of the stored scores.
 BOARDS = {"aggregate": "Aggregate (S_agg)", "memory": "Memory-bound shapes",
           "compute": "Compute-bound shapes", "prefill": "Prefill operators",
@@ -83,13 +73,13 @@ def board_freeze(release: Release, hardware: HardwareProfile) -> BoardFreeze | N
             .select_related("frozen_by").first())
 
 
-_BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name",
-                 "submission__created_at", "submission__output_tokens", "submission__agent",
-                 "submission__model_name", "ranked", "complete", "unevaluated_shapes", "lost_jobs",
-                 "interpreter_jobs", "mixed_shapes", "fallback_shapes", "submission__environment",
-                 "not_generalising", "generalisation_reasons", "excluded",
-                 "submission__ranking_excluded_reason",
-                 "library_shapes", "tier", *NUMBER_COLUMNS)
+BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name",
+                "submission__created_at", "submission__output_tokens", "submission__agent",
+                "submission__model_name", "ranked", "complete", "unevaluated_shapes", "lost_jobs",
+                "interpreter_jobs", "mixed_shapes", "fallback_shapes", "submission__environment",
+                "not_generalising", "generalisation_reasons", "excluded",
+                "submission__ranking_excluded_reason",
+                "library_shapes", "tier", *NUMBER_COLUMNS)
 # What a board ranks: whole evaluations, none quarantined, measured on the hardware (a run in
 # Triton's CPU interpreter is a check of correctness and adoption, with no time to rank).
 RANKABLE = {"ranked": True, "complete": True, "interpreter_jobs": 0, "excluded": False}
@@ -139,7 +129,7 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
                       submission__baseline="", **ON_BOARDS)
               # plain rows (a board can hold 100,000 submissions), each with the board's
               # own interval only (the stored intervals hold every operator's too)
-              .values(*_BOARD_FIELDS, interval=KeyTransform(board, "intervals")))
+              .values(*BOARD_FIELDS, interval=KeyTransform(board, "intervals")))
     freeze = board_freeze(release, hardware)
     if freeze is not None:
         scores = scores.filter(submission__created_at__lte=freeze.frozen_at)
@@ -169,7 +159,7 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     ordered = sorted(best.values(), key=lambda s: (
         not _rankable(s),
         *ranked_order(s[board], s["correctness_rate"], s["submission__created_at"])))
-    rows = [_row(score, rank=None) for score in ordered]
+    rows = [board_row(score, rank=None) for score in ordered]
     for row, score in zip(rows, ordered, strict=True):
         row["interval"], row["ranked_by"] = score["interval"], board
         mark_no_interval(row)
@@ -315,7 +305,7 @@ def _rankable(score: dict[str, Any]) -> bool:
     return all(score[field] == value for field, value in RANKABLE.items())
 
 
-def _row(score: dict[str, Any], rank: int | None) -> dict[str, Any]:
+def board_row(score: dict[str, Any], rank: int | None) -> dict[str, Any]:
     return {
         "rank": rank, "team": score["submission__team__name"],
         "submission": score["submission_id"], "dsl": "",
@@ -381,136 +371,16 @@ def boards_with_shapes(release: Release, hardware: HardwareProfile) -> frozenset
         subsets = scoring_context(release).subset_operators(hardware)
         return frozenset(name for name, operators in subsets.items() if operators)
 
-    return derived_cache.remember(derived_cache.BOARDS, _release_facts_key(
+    return derived_cache.remember(derived_cache.BOARDS, release_facts_key(
         "subset-boards", release, hardware), compute, RELEASE_FACTS_S)
 
 
 RELEASE_FACTS_S = 3600  # what a release and a hardware profile's figures decide
 
 
-def _release_facts_key(name: str, release: Release, hardware: HardwareProfile) -> str:
+def release_facts_key(name: str, release: Release, hardware: HardwareProfile) -> str:
     spec = hashlib.sha256(repr(hardware.as_spec()).encode()).hexdigest()[:16]
     return f"{name}:{release.pk}:{hardware.pk}:{spec}"
-
-
-def baseline_rows(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
-                  board: str = "aggregate") -> list[dict[str, Any]]:
-    """Unranked rows beside the board: the newest evaluation of each reference baseline,
-    and the release's own production timings where they were taken on this hardware. A
-    baseline run in Triton's CPU interpreter timed nothing: it is no row of a GPU board.
-    Each with the interval of `board`'s score, or badged "no interval"."""
-    rows = []
-    labels = dict(Submission.Baseline.choices)
-    newest = (SubmissionScore.objects
-              .filter(weight_set=weight_set, submission__hardware=hardware,
-                      submission__release=release, interpreter_jobs=0, **ON_BOARDS)
-              .exclude(submission__baseline="")
-              .order_by("submission__baseline", "-submission__created_at")
-              .values(*_BOARD_FIELDS, "submission__baseline",
-                      interval=KeyTransform(board, "intervals")))
-    seen = set()
-    for score in newest:
-        kind = score["submission__baseline"]
-        key = (kind, score["submission__agent"] if kind == Submission.Baseline.LIBRARY else "")
-        if key in seen:
-            continue
-        seen.add(key)
-        row = _row(score, rank=None)
-        row["team"] = baseline_label(kind, score["submission__agent"], labels)
-        # the reference, eager or compiled, has no DSL of the release; a library row its kernels
-        row["dsl"] = "library" if kind in LIBRARY_BASELINES else "pytorch"
-        row["badges"] = ["baseline"]
-        row["interval"], row["ranked_by"] = score["interval"], board
-        rows.append(row)
-    production = production_baseline(release=release, hardware=hardware, weight_set=weight_set)
-    if production is not None:
-        # one production time per shape: no samples, no interval
-        rows.append({**production, "interval": None, "ranked_by": board})
-    for row in rows:
-        mark_no_interval(row)
-    return rows
-
-
-LIBRARY_BASELINES = (Submission.Baseline.LIBRARY, Submission.Baseline.BEST_OPEN)
-
-
-def baseline_label(kind: str, agent: str, labels: dict[str, str]) -> str:
-    """A baseline row's name: a library's is its package and version."""
-    if kind == Submission.Baseline.LIBRARY:
-        return f"{agent} (open library)"
-    return labels.get(kind, kind)
-
-
-def production_baseline(*, release: Release, hardware: HardwareProfile,
-                        weight_set: WeightSet) -> dict[str, Any] | None:
-    """The release's production timings (metadata.json) scored like a submission.
-
-    Only shapes timed on this hardware count, and the weights are renormalised over the
-    operators that have such timings; the row says how much of the weight it covers.
-    """
-    outcomes, frameworks = _production_outcomes(release, hardware)
-    covered = {o.operator for o in outcomes}
-    weights = {op: w for op, w in weight_set.weights.items() if op in covered}
-    if not any(weights.values()):
-        return None
-    score = combine(summarise(outcomes, ScoringPolicy(fallback_scores_zero=False)), weights)
-    share = sum(weights.values())
-    return {
-        "rank": None, "team": f"Production ({', '.join(sorted(frameworks)) or 'timings'})",
-        "submission": None, "dsl": "",
-        **{c: getattr(score, c) for c in NUMBER_COLUMNS
-           if c not in ("correctness_rate", "dsl_adoption_rate")},
-        "correctness_rate": None, "dsl_adoption_rate": None, "output_tokens": None,
-        "agent": "", "model": "", "date": "",
-        "badges": ["baseline", f"{len(covered)} operators, {share:.0%} of the weight"],
-        "environment": "production timings: " + ", ".join(sorted(frameworks)),
-    }
-
-
-def _production_outcomes(release: Release,
-                         hardware: HardwareProfile) -> tuple[list[ShapeOutcome], set[str]]:
-    """Kept in the cache per release and hardware profile's figures (a query per operator)."""
-    outcomes, frameworks = derived_cache.remember(
-        derived_cache.BOARDS, _release_facts_key("production", release, hardware),
-        lambda: _production_outcomes_read(release, hardware), RELEASE_FACTS_S)
-    return list(outcomes), set(frameworks)
-
-
-def _production_outcomes_read(release: Release,
-                              hardware: HardwareProfile) -> tuple[list[ShapeOutcome], set[str]]:
-    profile = hardware.as_spec()
-    wanted = _sku(hardware.name)
-    outcomes, frameworks = [], set()
-    for op in Operator.objects.filter(release=release).select_related("hidden"):
-        hidden = getattr(op, "hidden", None)
-        if hidden is None:
-            continue
-        metadata = hidden.metadata or {}
-        public = set(op.shapes.values_list("shape_id", flat=True))  # not the hidden tier
-        for shape_id, meta in (metadata.get("shapes") or {}).items():
-            if shape_id not in public:
-                continue
-            timings = (meta or {}).get("production_performance") or {}
-            timing = next((t for sku, t in timings.items() if _sku(sku) == wanted), None)
-            shape = hidden.shape_roofline(shape_id)
-            # no time, or none a kernel could take (attainment's ValueError): no outcome
-            if not timing or shape is None or not float(timing.get("performance_us") or 0) > 0:
-                continue
-            point = roofline_point(shape, profile)
-            if timing.get("framework"):
-                frameworks.add(str(timing["framework"]))
-            measured = attainment(point.sol_s, float(timing["performance_us"]) * 1e-6,
-                                  launch_floor_s=0.0)
-            outcomes.append(ShapeOutcome(
-                operator=op.name, shape_id=shape_id, correct=True, verdict="native",
-                attainment=measured.attainment, regime=point.regime,
-                phase=(meta or {}).get("phase") or metadata.get("phase")))
-    return outcomes, frameworks
-
-
-def _sku(name: str) -> str:
-    """"H100 SXM", "h100_sxm" and "H100-SXM" name the same hardware."""
-    return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
 def analysis_points(*, release: Release, hardware: HardwareProfile,
@@ -528,38 +398,6 @@ def analysis_points(*, release: Release, hardware: HardwareProfile,
              "agent": r["submission__agent"], "model": r["submission__model_name"],
              "output_tokens": r["submission__output_tokens"], "aggregate": r["aggregate"]}
             for r in rows]
-
-
-def rows_as_csv(rows: Sequence[dict[str, Any]], baselines: Sequence[dict[str, Any]] = (),
-                columns: Sequence[str] = EXPORT_COLUMNS) -> str:
-    """The board's rows, then its unranked baseline rows (rank empty, badged "baseline")."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    for row in [*rows, *baselines]:
-        interval = row.get("interval") or (None, None)
-        cells = {**row, "interval_low": interval[0], "interval_high": interval[1]}
-        writer.writerow({k: _csv_cell(cells[k]) for k in columns})
-    return buffer.getvalue()
-
-
-# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection): a
-# team's agent "=HYPERLINK(...)" would run for everyone who opens the export.
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _csv_cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, list):
-        value = "; ".join(value)
-    if not isinstance(value, str):
-        return value  # numbers stay numbers, negative ones included
-    if value.startswith(_FORMULA_STARTS):
-        value = "'" + value  # a leading quote: the spreadsheet reads the cell as text
-    # Python 3.11's writer leaves a field with a bare CR unquoted, and a spreadsheet starts a
-    # new row there, whose first cell could be a formula; a newline gets the field quoted.
-    return value.replace("\r", "\n")
 
 
 def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
@@ -612,39 +450,9 @@ def operator_board(*, release: Release, hardware: HardwareProfile, weight_set: W
         # how many hidden shapes the operator has: all a page says of them, beside the
         # S_op over them (rows' "hidden_score")
         "hidden_shapes": hidden_shape_counts(release).get(operator, 0),
-        "baselines": operator_baselines(release=release, hardware=hardware,
-                                        weight_set=weight_set, operator=operator),
+        "baselines": _operator_baselines(release=release, hardware=hardware,
+                                         weight_set=weight_set, operator=operator),
     }
-
-
-def operator_baselines(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
-                       operator: str) -> list[dict[str, Any]]:
-    """The newest evaluation of each reference baseline on `operator`: its S_op and share of
-    correct shapes, unranked, beside the teams' rows (as on the aggregate board)."""
-    labels = dict(Submission.Baseline.choices)
-    newest = (SubmissionScore.objects
-              .filter(weight_set=weight_set, submission__hardware=hardware,
-                      submission__release=release, **ON_BOARDS,
-                      submission__candidates__operator__name=operator)
-              .exclude(submission__baseline="")
-              .order_by("submission__baseline", "-submission__created_at")
-              .select_related("submission"))
-    chosen: dict[tuple[str, str], SubmissionScore] = {}
-    for score in newest:
-        kind = score.submission.baseline
-        chosen.setdefault((kind, score.submission.agent if kind == Submission.Baseline.LIBRARY
-                           else ""), score)
-    correctness = dict(OperatorSummary.objects
-                       .filter(operator__release=release, operator__name=operator,
-                               submission_id__in=[s.submission_id for s in chosen.values()])
-                       .values_list("submission_id", "correctness_rate"))
-    return [{"team": baseline_label(kind, score.submission.agent, labels),
-             "submission": score.submission_id,
-             "score": (score.by_operator or {}).get(operator),
-             "hidden_score": (score.hidden_by_operator or {}).get(operator),
-             "correctness_rate": correctness.get(score.submission_id, 0.0),
-             "date": score.submission.created_at.date().isoformat()}
-            for (kind, _), score in chosen.items()]
 
 
 def rank_changes(*, release: Release, hardware: HardwareProfile, before: WeightSet,
@@ -684,24 +492,11 @@ def recorded_sources(submission_ids: list[int]) -> list[str]:
     return sorted({source for sources in recorded for source in sources or ()})
 
 
-def submission_charts(submission: Submission) -> dict[str, Any]:
-    """Data for the submission page's charts (static/charts.js): each shape's roofline point
-    (W/Q against attainment, latest attempt) and the scores under the active weights."""
-    hardware = submission.hardware
-    results = (ShapeResult.objects
-               .filter(job__candidate__submission=submission, attempt=F("job__attempts"))
-               .select_related("shape__operator__hidden").order_by("shape__operator__name",
-                                                                    "shape__position"))
-    points = [{"operator": r.shape.operator.name, "shape": r.shape.shape_id,
-               "intensity": arithmetic_intensity(r.shape.operator, r.shape.shape_id),
-               "attainment": r.attainment, "verdict": r.verdict} for r in results]
-    score = active_weights_score(submission)
-    spec, bf16 = hardware.as_spec(), DTYPE_TO_PEAK_PATH["bf16"]
-    return {
-        # the chart's one ridge line, for bf16 work (0 where the profile has no such peak)
-        "ridge_bf16": spec.ridge_point(bf16) if bf16 in spec.peak_flops else 0.0,
-        "hardware": hardware.name,
-        "points": [p for p in points if p["intensity"] is not None],
-        "by_operator": score.by_operator if score else {},
-        "aggregate": score.aggregate if score else None,
-    }
+def _operator_baselines(*, release: Release, hardware: HardwareProfile, weight_set: WeightSet,
+                        operator: str) -> list[dict[str, Any]]:
+    # leaderboard.baselines builds its rows with this module's board helpers; imported when
+    # called, so that neither module's import waits on the other's
+    from leaderboard.baselines import operator_baselines
+
+    return operator_baselines(release=release, hardware=hardware, weight_set=weight_set,
+                              operator=operator)

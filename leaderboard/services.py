@@ -36,7 +36,6 @@ from leaderboard.scoring import (
 )
 from portal import derived_cache
 from portal.audit.models import audit
-from submissions.environment import submission_environment_update
 from submissions.models import Submission
 
 
@@ -180,11 +179,10 @@ _SCORE_COPY_COLUMNS = [(f.column, f.attname, isinstance(f, models.JSONField))
 
 
 def rescore_submission(submission: Submission) -> None:
-    """After a job finished: its summary afresh, then its score under every weight set (and
-    the environments its results were measured with, which boards show). Only the boards of
-    its release and hardware are dropped from the cache (and the pages counting rows across
-    boards)."""
-    submission_environment_update(submission)
+    """After a job finished: its summary afresh, then its score under every weight set (the
+    environment its results were measured with, which boards show, is rewritten where the job
+    ended, submissions/jobs.py). Only the boards of its release and hardware are dropped from
+    the cache (and the pages counting rows across boards)."""
     context = ScoringContext(submission.release)
     with transaction.atomic():
         summary = summaries_rebuild(submission.release, [submission], context)[submission.pk]

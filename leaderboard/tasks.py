@@ -7,6 +7,7 @@ from celery import shared_task
 from django.db import transaction
 
 from leaderboard.services import rescore_submission
+from leaderboard.submission_scores import active_score
 from submissions.jobs import RESCORE_TASK
 from submissions.models import Submission
 from submissions.webhooks import submission_ended_notify
@@ -21,4 +22,4 @@ def rescore_submission_task(submission_id: int) -> None:
     if submission is not None:
         with transaction.atomic():
             rescore_submission(submission)
-            submission_ended_notify(submission)
+            submission_ended_notify(submission, score_of=active_score)

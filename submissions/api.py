@@ -14,6 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from leaderboard.submission_scores import active_score, submission_settled
 from portal.accounts.auth import audit_token_use, request_token, require_scope
 from portal.accounts.models import Team, TokenScope
 from portal.accounts.viewer import ViewerApiRequest
@@ -23,10 +24,9 @@ from submissions.jobs import job_cancel
 from submissions.models import MODE_RANKED, EvaluationJob, NcuProfile, Submission
 from submissions.ncu import ncu_profile_detail, ncu_profile_request, ncu_profiles_of
 from submissions.profile import submission_profile
+from submissions.results import WALL_TIME_KEY
 from submissions.selectors import (
-    active_score,
     submission_detail,
-    submission_settled,
     submissions_visible,
 )
 from submissions.services import quota_status, submission_create_once
@@ -45,6 +45,28 @@ def acting_team(request: ViewerApiRequest) -> Team:
 
 # A submission's status summarises its jobs' (submissions.selectors.submission_status).
 SUBMISSION_STATUSES = [*EvaluationJob.Status.values, "empty"]
+
+
+# The API's names for a shape result's fields where they differ from the model's: the wall
+# time (ShapeResult.wall_time_s) keeps the harness's wire key, which clients and agents read
+# (ResultOut, ShapeProfileOut). The one place the API renames them.
+PUBLIC_RESULT_NAMES = {"wall_time_s": WALL_TIME_KEY}
+
+
+def _result_out(row: dict[str, Any]) -> dict[str, Any]:
+    """One shape's result (of a job, or of the profile) under the API's names, in its order."""
+    return {PUBLIC_RESULT_NAMES.get(key, key): value for key, value in row.items()}
+
+
+def _detail_out(submission: Submission, *, admin: bool) -> dict[str, Any]:
+    detail = submission_detail(submission, admin=admin)
+    return {**detail, "jobs": [{**job, "results": [_result_out(r) for r in job["results"]]}
+                               for job in detail["jobs"]]}
+
+
+def _profile_out(profile: dict[str, Any]) -> dict[str, Any]:
+    return {**profile, "operators": [{**op, "shapes": [_result_out(s) for s in op["shapes"]]}
+                                     for op in profile["operators"]]}
 
 
 class ForeignKernelOut(serializers.Serializer[Any]):
@@ -255,7 +277,7 @@ class SubmissionListCreateApi(APIView):
         _require_principal(request)
         viewer = request.viewer
         submissions = submissions_visible(viewer).order_by("-created_at")[:100]
-        return Response([submission_detail(s, admin=viewer.admin) for s in submissions])
+        return Response([_detail_out(s, admin=viewer.admin) for s in submissions])
 
     # The upload page parses the same fields with the same form.
     @extend_schema(
@@ -281,7 +303,7 @@ class SubmissionListCreateApi(APIView):
         if not replayed:
             audit_token_use(request, action="submission.create",
                             target=f"submission:{submission.pk}", after={"mode": mode})
-        response = Response(submission_detail(submission, admin=request.viewer.admin),
+        response = Response(_detail_out(submission, admin=request.viewer.admin),
                             status=status.HTTP_200_OK if replayed else status.HTTP_201_CREATED)
         if replayed:
             response["Idempotent-Replayed"] = "true"
@@ -318,7 +340,7 @@ class SubmissionDetailApi(APIView):
         # beyond the request's own).
         while time.monotonic() < deadline and not submission_settled(submission):
             time.sleep(min(WAIT_POLL_S, max(0.0, deadline - time.monotonic())))
-        return Response({**submission_detail(submission, admin=request.viewer.admin),
+        return Response({**_detail_out(submission, admin=request.viewer.admin),
                          "score": active_score(submission)})
 
 
@@ -332,7 +354,7 @@ class SubmissionCancelApi(APIView):
         for job in EvaluationJob.objects.filter(candidate__submission=submission):
             job_cancel(job=job)
         audit_token_use(request, action="submission.cancel", target=f"submission:{submission.pk}")
-        return Response(submission_detail(submission, admin=request.viewer.admin))
+        return Response(_detail_out(submission, admin=request.viewer.admin))
 
 
 class TokenOut(serializers.Serializer[Any]):
@@ -468,7 +490,7 @@ class SubmissionProfileApi(APIView):
     @extend_schema(responses={200: ProfileOut, **errors(403, 404)})
     def get(self, request: ViewerApiRequest, pk: int) -> Response:
         _require_principal(request)
-        return Response(submission_profile(visible_submission(request, pk)))
+        return Response(_profile_out(submission_profile(visible_submission(request, pk))))
 
 
 class NcuKernelOut(serializers.Serializer[Any]):

@@ -51,11 +51,14 @@ def environments_summary(environments: Iterable[dict[str, Any] | None]) -> str:
     return text if len(text) <= MAX_CHARS else text[:MAX_CHARS - 1] + "…"
 
 
-def submission_environment_update(submission: Submission) -> str:
-    """Rewrite the submission's environment from its jobs' latest attempts."""
+def submission_environment_update(submission_id: int) -> str:
+    """Rewrite the submission's environment from its jobs' latest attempts: when one of its
+    jobs ends or goes back to the queue (submissions/jobs.py), or after results are stored
+    outside a job's life cycle (recorded results, leaderboard/demo.py and ladder.py)."""
     environments = (ShapeResult.objects
-                    .filter(job__candidate__submission=submission, attempt=F("job__attempts"))
+                    .filter(job__candidate__submission_id=submission_id,
+                            attempt=F("job__attempts"))
                     .values_list("raw__environment", flat=True))
     text = environments_summary(environments)
-    Submission.objects.filter(pk=submission.pk).update(environment=text)
+    Submission.objects.filter(pk=submission_id).update(environment=text)
     return text

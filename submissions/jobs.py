@@ -21,8 +21,9 @@ past it (protocol.release_delay, which the worker waits out too before its next 
 
 Each attempt is numbered (`attempts`) and sent as its own Celery task (`attempt_task_id`);
 reports of an older attempt, or of a run that does not hold the attempt, are ignored and
-that run is told to stop. A job that ends, or goes back to the queue, asks for a rescore of
-its submission once the transaction commits (boards rank whole evaluations only).
+that run is told to stop. A job that ends, or goes back to the queue, rewrites its
+submission's environment from the latest attempts and asks for a rescore of the submission
+once the transaction commits (boards rank whole evaluations only).
 
 Jobs are created with their submission (submissions/services.py); what one shape's report
 stores is in submissions/results.py.
@@ -65,6 +66,7 @@ from evaluation.protocol import (
     stop_message,
 )
 from portal.audit.models import AuditEntry, audit
+from submissions.environment import submission_environment_update
 from submissions.models import EvaluationJob, ShapeResult
 from submissions.results import store_shape
 
@@ -174,7 +176,7 @@ def jobs_sweep(*, now: datetime | None = None) -> SweepReport:
                 job.finished_at = now
                 job.save(update_fields=["status", "error", "infrastructure_failure",
                                         "finished_at"])
-                rescore_on_commit(job.candidate.submission_id)
+                _job_ended(job.candidate.submission_id)
                 report.failed.append(job.pk)
             else:
                 # the same queue as before: a baseline's stays behind the teams'
@@ -230,7 +232,7 @@ def job_cancel(*, job: EvaluationJob) -> bool:
         locked.status = EvaluationJob.Status.CANCELLED
         locked.finished_at = timezone.now()
         locked.save(update_fields=["status", "finished_at"])
-        rescore_on_commit(locked.candidate.submission_id)
+        _job_ended(locked.candidate.submission_id)
         transaction.on_commit(lambda: _stop_attempts(locked.pk, locked.attempts), robust=True)
     return True
 
@@ -258,7 +260,7 @@ def job_rerun(*, job: EvaluationJob, actor: object,
                                    "shapes_done", *_hold_clear(locked)])
         old_attempt = locked.attempts
         send = _next_attempt(locked, low_priority=True)  # an admin's: after the teams' jobs
-        rescore_on_commit(locked.candidate.submission_id)  # off the boards until it ends
+        _job_ended(locked.candidate.submission_id)  # off the boards until it ends
         audit(actor=actor, action="job.rerun", target=f"job:{job.pk}", before=before,
               after={"status": "queued"})
         if old_attempt:
@@ -372,7 +374,7 @@ def _on_result(job: EvaluationJob, report: Result, now: datetime) -> list[str]:
         return changed + _hold_end(job, {"status": EvaluationJob.Status.SCORED.value}, now)
     job.status = EvaluationJob.Status.SCORED
     job.finished_at = now
-    rescore_on_commit(job.candidate.submission_id)
+    _job_ended(job.candidate.submission_id)
     return [*changed, "status", "finished_at"]
 
 
@@ -387,7 +389,7 @@ def _on_failed(job: EvaluationJob, report: Failed, now: datetime) -> list[str]:
         job.hidden_error, job.error = job.error, HIDDEN_FAILURE
     job.infrastructure_failure = report.infrastructure
     job.finished_at = now
-    rescore_on_commit(job.candidate.submission_id)
+    _job_ended(job.candidate.submission_id)
     return ["status", "error", "hidden_error", "infrastructure_failure", "finished_at"]
 
 
@@ -496,7 +498,7 @@ def _release(job: EvaluationJob) -> list[str]:
     else:
         job.status = EvaluationJob.Status.SCORED
     job.held = {**job.held, "released": True}
-    rescore_on_commit(job.candidate.submission_id)
+    _job_ended(job.candidate.submission_id)
     return changed
 
 
@@ -528,6 +530,14 @@ _REPORT_HANDLERS: dict[EventKind, Callable[[EvaluationJob, Any, datetime], list[
 def _stop_on_commit(job_id: int, attempt: int, run: str) -> None:
     message = stop_message(job_id=job_id, up_to_attempt=attempt, run=run)
     transaction.on_commit(lambda: publish_stop(current_app, message), robust=True)
+
+
+def _job_ended(submission_id: int) -> None:
+    """A job of the submission ended or went back to the queue: its environment is rewritten
+    from the jobs' latest attempts now, in this transaction (boards read it), and its rescore
+    asked for once the transaction commits."""
+    submission_environment_update(submission_id)
+    rescore_on_commit(submission_id)
 
 
 def rescore_on_commit(submission_id: int) -> None:

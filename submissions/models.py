@@ -207,7 +207,7 @@ class ShapeResult(models.Model):
     p90_s = models.FloatField(null=True)
     samples = models.PositiveIntegerField(null=True)
     launch_method = models.CharField(max_length=10, blank=True)
-    wall_median_s = models.FloatField(
+    wall_time_s = models.FloatField(
         null=True, help_text="the end-to-end wall time of one call (median): what the host "
                              "adds on top of the span")
     sol_s = models.FloatField(null=True)

@@ -25,10 +25,11 @@ from evaluation.catalog.models import HardwareProfile
 from evaluation.harness.release import ShapeRoofline
 from evaluation.harness.roofline import BALANCED, COMPUTE, MEMORY, dominant_peak_path, roofline_point
 from submissions.models import EvaluationJob, ShapeResult, Submission
+from submissions.results import WALL_TIME_KEY
 
 PROFILE_SCHEMA = "atrex.submission-profile/1"
 _FIELDS = ("status", "failed_stage", "verdict", "dsl_ratio", "median_s", "p10_s", "p90_s",
-           "samples", "launch_method", "wall_median_s", "attainment", "attainment_with_floor",
+           "samples", "launch_method", "wall_time_s", "attainment", "attainment_with_floor",
            "suspicious")
 NOTES = (
     "kernels: one forward observed under the profiler in the adoption stage (L2 not flushed, "
@@ -38,7 +39,7 @@ NOTES = (
     "the other resource's rate is not given (it would reveal the hidden work W or traffic Q)",
     "attainment_with_floor: (SOL + the hardware's launch floor) / median time, capped at 1",
     "median_s: the scored time, the device span of one forward (first device activity's start "
-    "to the last one's end, any stream, L2 flushed); wall_median_s: the end-to-end time of one "
+    f"to the last one's end, any stream, L2 flushed); {WALL_TIME_KEY}: the end-to-end time of one "
     "call (CUDA events around it, no profiler), what the host adds; busy_median_s: the union "
     "of the kernels' intervals, never scored",
     "environment: the GPU, driver, CUDA, torch and DSL versions the shape was evaluated with, "

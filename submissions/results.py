@@ -16,6 +16,11 @@ from evaluation.harness.roofline import roofline_point
 from submissions.models import EvaluationJob, ShapeResult
 from submissions.sol import shape_scores
 
+# A call's wall time in the harness's timing report (result_schema.json): read here only,
+# into ShapeResult.wall_time_s; the API keeps it as that field's public name (submissions/api.py)
+# and the profile's notes name it so.
+WALL_TIME_KEY = "wall_median_s"
+
 
 def store_shape(job: EvaluationJob, raw: dict[str, Any]) -> None:
     """Store (or replace) one shape's result of the job's current attempt."""
@@ -45,7 +50,7 @@ def store_shape(job: EvaluationJob, raw: dict[str, Any]) -> None:
             "p90_s": timing.get("p90_s"),
             "samples": timing.get("n"),
             "launch_method": timing.get("method") or "",
-            "wall_median_s": wall_time(timing),
+            "wall_time_s": wall_time(timing),
             "sol_s": roofline.get("sol_s"),
             "attainment": roofline.get("attainment"),
             "attainment_with_floor": roofline.get("attainment_with_floor"),
@@ -55,10 +60,12 @@ def store_shape(job: EvaluationJob, raw: dict[str, Any]) -> None:
 
 
 def wall_time(timing: dict[str, Any]) -> float | None:
-    """The end-to-end wall time of one call. Results of schema /1 (before 2026-12-02) had
+    """The end-to-end wall time of one call (`ShapeResult.wall_time_s`), read from the
+    harness's timing report: the one place the web tier reads its wire key (the API gives it
+    under the same name, submissions/api.py). Results of schema /1 (before 2026-12-02) had
     CUDA events under the profiler instead: close to it under graph replay (one launch),
     longer for eager forwards (the profiler stretched their host gaps)."""
-    value = timing.get("wall_median_s", timing.get("event_median_s"))
+    value = timing.get(WALL_TIME_KEY, timing.get("event_median_s"))
     return float(value) if isinstance(value, int | float) else None
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from django.db.models import Count, F, Max, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 
 from evaluation.catalog.capability import Capability
 from evaluation.catalog.models import HardwareProfile, Release
@@ -24,12 +24,9 @@ from submissions.models import (
     Submission,
 )
 
-if TYPE_CHECKING:  # a name for the reverse relation's rows, never imported at run time
-    from leaderboard.models import SubmissionScore
-
 PUBLIC_RESULT_FIELDS = ("status", "stage_reached", "failed_stage", "error", "max_abs_error",
                         "max_rel_error", "verdict", "dsl_ratio", "median_s", "p10_s", "p90_s",
-                        "samples", "launch_method", "wall_median_s", "attainment",
+                        "samples", "launch_method", "wall_time_s", "attainment",
                         "attainment_with_floor", "suspicious")
 ADMIN_RESULT_FIELDS = ("sol_s",)  # derived from the hidden roofline
 
@@ -46,17 +43,11 @@ def submission_visible(viewer: Viewer, pk: int) -> Submission | None:
 
 
 def recent_submissions(viewer: Viewer, limit: int = 50) -> list[dict[str, Any]]:
-    """The newest submissions `viewer` may see, each with its outcome and its S_agg under
-    the release's active weights (`scored`: whether there is such a score yet; `aggregate`
-    None there means not timed: correct, without a GPU time)."""
-    active = Q(scores__weight_set__active=True)
-    # Scores are the leaderboard's derived data, reached through the reverse relation.
-    submissions = list(submissions_visible(viewer).order_by("-created_at")
-                       .annotate(active_scores=Count("scores", filter=active),
-                                 aggregate=Max("scores__aggregate", filter=active))[:limit])
+    """The newest submissions `viewer` may see, each with its outcome (the views add its
+    score: leaderboard.submission_scores.with_active_aggregates)."""
+    submissions = list(submissions_visible(viewer).order_by("-created_at")[:limit])
     outcomes = submission_outcomes(s.pk for s in submissions)
-    return [{"submission": s, "outcome": outcomes[s.pk], "scored": bool(s.active_scores),
-             "aggregate": s.aggregate} for s in submissions]
+    return [{"submission": s, "outcome": outcomes[s.pk]} for s in submissions]
 
 
 def submission_detail(submission: Submission, *, admin: bool) -> dict[str, Any]:
@@ -195,54 +186,6 @@ def queue_places(jobs: Sequence[EvaluationJob], hardware_id: int) -> dict[int, d
             if median is not None else "no finished job on this hardware yet",
         }
     return places
-
-
-# The score's fields a submission's page and API show (of leaderboard.scoring.SCORE_FIELDS).
-ACTIVE_SCORE_FIELDS = ("ranked", "complete", "unevaluated_shapes", "lost_jobs", "aggregate",
-                "unweighted_mean", "memory", "compute", "prefill", "decode", "correctness_rate",
-                "dsl_adoption_rate", "by_operator", "intervals", "hidden_by_operator",
-                "not_generalising", "generalisation", "generalisation_reasons", "excluded")
-
-
-def active_weights_score(submission: Submission) -> SubmissionScore | None:
-    """The submission's score under its release's active weights, with them; None until a
-    rescore has written one. Scores are the leaderboard's derived data, reached through the
-    reverse relation (this app never imports the leaderboard)."""
-    return (submission.scores.filter(weight_set__active=True).select_related("weight_set")
-            .first())
-
-
-def active_score(submission: Submission) -> dict[str, Any] | None:
-    """The score under the active weights, as the submission page shows it; a job that ended after
-    the score was computed means a rescore is still on its way (`current` is false). A
-    check submission is never `ranked`, nor one evaluated in Triton's interpreter (the
-    boards leave it out: RANKABLE), so its page, API and webhook say what the board does."""
-    score = active_weights_score(submission)
-    if score is None:
-        return None
-    last_scored = (EvaluationJob.objects.filter(candidate__submission=submission,
-                                                finished_at__isnull=False)
-                   .aggregate(last=Max("finished_at"))["last"])
-    values = {field: getattr(score, field) for field in ACTIVE_SCORE_FIELDS}
-    values["ranked"] = values["ranked"] and not submission.is_check and not score.interpreter_jobs
-    return {"weights_version": score.weight_set.version, **values,
-            "computed_at": score.computed_at.isoformat(),
-            "current": last_scored is None or score.computed_at >= last_scored}
-
-
-def submission_settled(submission: Submission) -> bool:
-    """Nothing more will change: every job has ended and, when one was scored, the score
-    under the active weights was computed after the last one ended (what a long poll waits
-    for). A release without active weights never gets a score: ended is settled there."""
-    jobs = EvaluationJob.objects.filter(candidate__submission=submission)
-    if jobs.filter(status__in=EvaluationJob.Status.active()).exists():
-        return False
-    if not jobs.filter(status=EvaluationJob.Status.SCORED).exists():
-        return True
-    if not submission.release.weight_sets.filter(active=True).exists():
-        return True
-    score = active_score(submission)
-    return score is not None and bool(score["current"])
 
 
 def _fallback_evidence(adoption: Any) -> dict[str, Any]:
@@ -427,7 +370,7 @@ def _evidence(result: ShapeResult) -> dict[str, Any]:
     if result.attainment is not None and result.attainment > 1:
         checks.append(f"attainment {result.attainment:.2f} > 1: faster than the hardware's "
                       "speed of light")
-    if result.wall_median_s and result.median_s and result.wall_median_s < 0.5 * result.median_s:
+    if result.wall_time_s and result.median_s and result.wall_time_s < 0.5 * result.median_s:
         # the wall time of a call holds its span: less than half of it means the two
         # passes did not time the same work
         checks.append("the wall time of a call is less than half its scored device span")

@@ -19,11 +19,11 @@ from portal.accounts.models import Team
 from portal.audit.models import audit
 from portal.errors import DomainError
 from submissions.models import EvaluationJob, ShapeResult, Submission
-from submissions.selectors import active_score, submission_outcomes, submission_status
+from submissions.selectors import submission_outcomes, submission_status
 
 TOKEN_BYTES = 24  # 192 bits, URL-safe base64: 32 characters
 SHARED_RESULT_FIELDS = ("status", "failed_stage", "verdict", "dsl_ratio", "median_s",
-                        "wall_median_s", "attainment", "suspicious")
+                        "wall_time_s", "attainment", "suspicious")
 SHARED_SCORE_FIELDS = ("weights_version", "ranked", "complete", "aggregate", "unweighted_mean",
                        "memory", "compute", "prefill", "decode", "correctness_rate",
                        "dsl_adoption_rate", "by_operator")
@@ -83,7 +83,7 @@ def shared_submission(token: str) -> Submission | None:
             .first())
 
 
-def shared_summary(submission: Submission) -> dict[str, Any]:
+def shared_summary(submission: Submission, *, score: dict[str, Any] | None) -> dict[str, Any]:
     """What a public link shows (module docstring): nothing a board would not."""
     jobs = list(EvaluationJob.objects.filter(candidate__submission=submission)
                 .select_related("candidate__operator").order_by("candidate__operator__name"))
@@ -94,7 +94,6 @@ def shared_summary(submission: Submission) -> dict[str, Any]:
             .values_list("job_id", "shape__shape_id", *SHARED_RESULT_FIELDS)):
         results[job_id].append({"shape_id": shape_id,
                                 **dict(zip(SHARED_RESULT_FIELDS, values, strict=True))})
-    score = active_score(submission)
     return {
         "id": submission.pk, "team": submission.team.name,
         "release": f"{submission.release.name} v{submission.release.version}",

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from evaluation.catalog.capability import portal_capability
 from evaluation.harness.dsl import DSL_LABELS, KNOWN_DSLS
+from leaderboard.submission_scores import active_score, active_weights_score, with_active_aggregates
 from portal.accounts.models import (
     MAX_INVITE_USES,
     Team,
@@ -45,7 +46,6 @@ from submissions.models import EvaluationJob, ShapeResult
 from submissions.ncu import ncu_available, ncu_profile_request, ncu_profiles_of
 from submissions.profile import submission_profile
 from submissions.selectors import (
-    active_weights_score,
     iteration_links,
     quarantined_results,
     recent_submissions,
@@ -162,7 +162,8 @@ def team_page(request: ViewerRequest) -> HttpResponse:
     team = request.viewer.team
     if team is None:  # nothing to change (tokens belong to a team): 403 for a POST
         return render(request, "submissions/no_team.html", {
-            "admin": request.viewer.admin, "submissions": recent_submissions(request.viewer)},
+            "admin": request.viewer.admin,
+            "submissions": with_active_aggregates(recent_submissions(request.viewer))},
             status=403 if request.method == "POST" else 200)
     action = team_page_action(request.POST) if request.method == "POST" else None
     posted = action(request, team) if action is not None else TeamPosted()
@@ -174,7 +175,8 @@ def team_page(request: ViewerRequest) -> HttpResponse:
         "settings_error": settings_error, "test_sent": test_sent,
         "webhook_url": request.POST.get("webhook_url", team.webhook_url)
         if settings_error else team.webhook_url,
-        "quota": quota_status(team), "submissions": recent_submissions(request.viewer),
+        "quota": quota_status(team),
+        "submissions": with_active_aggregates(recent_submissions(request.viewer)),
         "history_operators": team_operators(team),
         "invites": team.invites.usable().order_by("-created_at"),
         "max_invite_uses": MAX_INVITE_USES},
@@ -300,7 +302,7 @@ def shared_submission_page(request: HttpRequest, token: str) -> HttpResponse:
     if submission is None:
         raise Http404("no such shared submission")
     response = render(request, "submissions/shared.html",
-                      {"shared": shared_summary(submission)})
+                      {"shared": shared_summary(submission, score=active_score(submission))})
     # The token is the only key: no Referer carries it to a page linked from here, and
     # search engines leave the page out.
     response["Referrer-Policy"] = "no-referrer"

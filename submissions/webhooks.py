@@ -32,7 +32,7 @@ import secrets
 import socket
 import ssl
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -50,7 +50,7 @@ from portal.accounts.models import Team
 from portal.audit.models import audit
 from portal.errors import DomainError
 from submissions.models import EvaluationJob, Submission
-from submissions.selectors import active_score, submission_outcomes, submission_status
+from submissions.selectors import submission_outcomes, submission_status
 
 logger = logging.getLogger(__name__)
 
@@ -196,10 +196,13 @@ def new_secret() -> str:
 # When a submission ends
 
 
-def submission_ended_notify(submission: Submission) -> bool:
+def submission_ended_notify(
+        submission: Submission, *,
+        score_of: Callable[[Submission], dict[str, Any] | None] = lambda _: None) -> bool:
     """Queue the webhook call of the submission's end, once per end. Returns whether a call
     was queued: not while a job is queued or running, not for a team without a webhook, not
-    twice for one end."""
+    twice for one end. `score_of` gives the score the call carries, read only when one is
+    queued (the leaderboard's rescore task passes its reader of the active score)."""
     team = Team.objects.filter(pk=submission.team_id).values("webhook_url").first()
     if not team or not team["webhook_url"]:
         return False
@@ -213,15 +216,16 @@ def submission_ended_notify(submission: Submission) -> bool:
     if not claimed:
         return False
     delivery = uuid.uuid4().hex
-    body = json.dumps(webhook_payload(submission, ended_at=ended_at, delivery=delivery),
+    body = json.dumps(webhook_payload(submission, ended_at=ended_at, delivery=delivery,
+                                      score=score_of(submission)),
                       sort_keys=True, default=str)
     transaction.on_commit(lambda: current_app.send_task(
         DELIVER_TASK, args=[submission.pk, body, delivery], queue=RESULTS_QUEUE), robust=True)
     return True
 
 
-def webhook_payload(submission: Submission, *, ended_at: datetime,
-                    delivery: str) -> dict[str, Any]:
+def webhook_payload(submission: Submission, *, ended_at: datetime, delivery: str,
+                    score: dict[str, Any] | None) -> dict[str, Any]:
     """What the team's URL receives: the submission's id, status, outcome, scores under the
     active weights and links (its page, its API, its profile, its public link if shared)."""
     jobs = EvaluationJob.objects.filter(candidate__submission=submission)
@@ -234,7 +238,7 @@ def webhook_payload(submission: Submission, *, ended_at: datetime,
         "created_at": submission.created_at.isoformat(), "ended_at": ended_at.isoformat(),
         "status": submission_status(jobs),
         "outcome": submission_outcomes([submission.pk])[submission.pk],
-        "scores": active_score(submission),
+        "scores": score,
         "links": submission_links(submission),
     }
 

@@ -96,7 +96,7 @@ def test_the_quarantine_page_shows_the_evidence_and_records_decisions(
     assert result is not None
     ShapeResult.objects.filter(pk=result.pk).update(
         suspicious=True, attainment=3.2, median_s=1e-6, sol_s=3.2e-6, samples=400,
-        launch_method="graph", verdict="native", dsl_ratio=1.0, wall_median_s=0.4e-6,
+        launch_method="graph", verdict="native", dsl_ratio=1.0, wall_time_s=0.4e-6,
         raw={"adoption": {"dsl_kernels": ["_rms_norm_kernel"],
                           "foreign_kernels": [{"name": "memcpy32_post", "category": "torch"}]},
              "timing": {"wall_median_s": 0.4e-6}})

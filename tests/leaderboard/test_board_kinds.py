@@ -16,9 +16,9 @@ from django.test.utils import CaptureQueriesContext
 from evaluation.catalog.models import HardwareProfile, OperatorHidden, Release, Shape
 from evaluation.harness.release import ShapeRoofline
 from evaluation.harness.roofline import sol_seconds
+from leaderboard.baselines import production_baseline
 from leaderboard.models import ScoreSummary, SubmissionScore
 from leaderboard.outcomes import shape_regime
-from leaderboard.selectors import production_baseline
 from leaderboard.services import (
     rescore_submission,
     rescore_weight_set,

@@ -183,7 +183,8 @@ def test_the_csv_export_neutralises_formulas_in_team_supplied_text(world: Weighe
 
 
 def test_csv_cells_that_start_like_formulas_are_text_and_numbers_stay_numbers() -> None:
-    from leaderboard.selectors import EXPORT_COLUMNS, NUMBER_COLUMNS, rows_as_csv
+    from leaderboard.exports import EXPORT_COLUMNS, rows_as_csv
+    from leaderboard.selectors import NUMBER_COLUMNS
 
     row: dict[str, Any] = {column: None for column in EXPORT_COLUMNS}
     row.update({"rank": 1, "team": "+Red", "submission": 7, "aggregate": -0.25,

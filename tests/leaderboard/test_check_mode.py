@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from leaderboard.selectors import analysis_points, baseline_rows, operator_board
+from leaderboard.baselines import baseline_rows
+from leaderboard.selectors import analysis_points, operator_board
 from leaderboard.services import rescore_submission, weight_set_from_release
 from submissions.models import EvaluationJob, Submission
 from tests.builders import scored_submission
