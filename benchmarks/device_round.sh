@@ -37,13 +37,13 @@ B)
   python3 -m pip install -q --no-deps --no-index .libwhl/*.whl 2>&1 | tail -2
   python3 benchmarks/hook_census.py liger_kernel.ops.fused_add_rms_norm liger_kernel.ops.rms_norm \
     flag_gems > $OUT/hook-census.log 2>&1; tail -12 $OUT/hook-census.log
-  timeout 270 python3 benchmarks/library_ladder.py --release $R --json $OUT/ladder.json \
-    --deadline-s 220 --max-shapes ${LADDER_SHAPES:-8} --compile-shapes 1 > $OUT/ladder.log 2>&1
+  timeout $((${LADDER_S:-220} + 45)) python3 benchmarks/library_ladder.py --release $R --json $OUT/ladder.json \
+    --deadline-s ${LADDER_S:-220} --max-shapes ${LADDER_SHAPES:-8} --compile-shapes 1 > $OUT/ladder.log 2>&1
   grep -v -i warn $OUT/ladder.log | tail -24
-  timeout 200 python3 benchmarks/loop_gpu.py --release $R --rounds 6 --out $OUT/loop > $OUT/loop.log 2>&1
+  timeout ${LOOP_S:-200} python3 benchmarks/loop_gpu.py --release $R --rounds 6 --out $OUT/loop > $OUT/loop.log 2>&1
   tail -20 $OUT/loop.log; tar -C $OUT -czf $OUT/loop.tar.gz loop && rm -rf $OUT/loop  # 8 files come back
-  timeout 60 python3 benchmarks/warm_pool_speed.py --release $R --operator rms_norm --candidate $C \
-    --jobs 1 --json $OUT/warm-pool.json > $OUT/warm-pool.log 2>&1; tail -4 $OUT/warm-pool.log
+  [ -n "$WARM_POOL" ] && timeout 60 python3 benchmarks/warm_pool_speed.py --release $R --operator rms_norm \
+    --candidate $C --jobs 1 --json $OUT/warm-pool.json > $OUT/warm-pool.log 2>&1 && tail -4 $OUT/warm-pool.log
   ;;
 C)
   # into the host's Python, where the sandboxed child sees it (its .pth adds python_packages)
@@ -52,8 +52,9 @@ C)
   timeout 200 python3 benchmarks/capture_check.py --json $OUT/capture.json > $OUT/capture.log 2>&1; tail -8 $OUT/capture.log
   # the eager forwards' operators only (.atrex-eager: the public release's six folders; the
   # CuTe DSL wheel leaves no room under the 64 MiB a call carries for the whole release)
-  timeout $((560 - SECONDS)) python3 benchmarks/eager_fidelity.py --public-release $PWD/.atrex-eager \
-    --json $OUT/eager.json --deadline-s $((500 - SECONDS)) --probes fresh,audit,dynamo \
+  END=${C_END_S:-560}
+  timeout $((END - SECONDS)) python3 benchmarks/eager_fidelity.py --public-release $PWD/.atrex-eager \
+    --json $OUT/eager.json --deadline-s $((END - 50 - SECONDS)) --probes ${PROBES:-fresh,audit,dynamo} \
     --triton-probes-only > $OUT/eager.log 2>&1; grep -v -i warn $OUT/eager.log | tail -60
   ;;
 esac
