@@ -14,7 +14,7 @@ from django.test import Client
 
 from evaluation.catalog.models import Release, Shape
 from leaderboard.demo import RECORDED
-from submissions.models import ShapeResult
+from submissions.models import ShapeResult, Submission
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -159,16 +159,28 @@ PUBLIC = Path(__file__).resolve().parents[3] / "shared" / "atrex-bench"  # besid
 def test_the_public_release_comes_with_its_recorded_baseline_after_the_timing_change() -> None:
     call_command("setup_demo", "--public-release", str(PUBLIC), stdout=io.StringIO())
     public = Release.objects.get(name="atrex-bench")
-    baseline = board(public)["baselines"]
+    rows = board(public)["baselines"]
+    baseline = [r for r in rows if r["team"] == "PyTorch reference"]
     # docs/baselines.md: S_agg 0.013916 over its 30 operators, release weights
     assert [(r["team"], round(r["aggregate"], 6)) for r in baseline] == [
         ("PyTorch reference", 0.013916)]
     # stored before timing samples were kept (p10/p90 of 163 shapes re-derived): no interval
     assert [(r["interval"], r["badges"]) for r in baseline] == [(None, ["baseline",
                                                                          "no interval"])]
-    assert ShapeResult.objects.filter(job__candidate__submission__release=public).count() == 440
+    # beside it, the recorded expert ladder (benchmarks/results/h200-library-ladder/,
+    # docs/baselines.md): each library's row and the best open kernel, above the reference
+    ladder = {r["team"]: round(r["aggregate"], 4) for r in rows if r not in baseline}
+    assert ladder["best open kernel"] == 0.0385
+    assert ladder["best open kernel"] == max(ladder.values()) > baseline[0]["aggregate"]
+    assert len(ladder) == 4  # flag-gems, liger-kernel, fla-core, best open kernel
+    reference = {"job__candidate__submission__release": public,
+                 "job__candidate__submission__baseline": Submission.Baseline.PYTORCH}
+    assert ShapeResult.objects.filter(**reference).count() == 440
+    count = ShapeResult.objects.filter(job__candidate__submission__release=public).count()
     call_command("setup_demo", "--public-release", str(PUBLIC), stdout=io.StringIO())
-    assert ShapeResult.objects.filter(job__candidate__submission__release=public).count() == 440
+    assert ShapeResult.objects.filter(**reference).count() == 440
+    # loading again stores nothing twice
+    assert ShapeResult.objects.filter(job__candidate__submission__release=public).count() == count
 
 
 def test_a_folder_that_is_no_release_is_refused_before_anything_is_stored(tmp_path: Path) -> None:
