@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -107,8 +106,12 @@ def run(args: argparse.Namespace) -> None:
     # A full token: the loop's checks and, with --final-ranked, the ranked submission.
     full_token = token_create(team=team, name="loop", created_by=user, scope="full")[1]
 
-    logs = folder / "logs"
-    logs.mkdir()
+    # Written under --out as they happen (not copied at the end), with the loop's progress on
+    # stderr as it goes: a run its device call cut short still shows how far it got (the first
+    # H200 run, killed at its limit, left nothing to read).
+    args.out.mkdir(parents=True, exist_ok=True)
+    logs = args.out / "logs"
+    logs.mkdir(exist_ok=True)
     bundle = folder / "gpu-worker"
     build_bundle(bundle)
     port = args.port or _free_port()
@@ -125,7 +128,7 @@ def run(args: argparse.Namespace) -> None:
                                 logs),
                  gpu_worker("eval0", f"eval.{HARDWARE}", pin, logs, bundle)]
     server = f"http://127.0.0.1:{port}"
-    workdir = folder / "loop"
+    workdir = args.out / "loop"
     try:
         wait_ready(processes, logs)
         _wait_http(server, web, logs)
@@ -138,20 +141,16 @@ def run(args: argparse.Namespace) -> None:
              "--workdir", str(workdir), "--agent", "scripted-sweep", "--model", "none",
              "--wait-timeout", "1200"],
             cwd=REPO, env={**os.environ, "ATREX_TOKEN": full_token,
-                           "ATREX_CONFIG": os.devnull},
-            capture_output=True, text=True)
+                           "ATREX_CONFIG": os.devnull, "PYTHONUNBUFFERED": "1"},
+            stdout=subprocess.PIPE, stderr=None, text=True)
         seconds = time.monotonic() - started
     finally:
         stop(processes + [("web", web)])
-    (logs / "loop.stderr").write_text(loop.stderr)
     if loop.returncode not in (0, 9):
-        raise SystemExit(f"atrex loop failed ({loop.returncode}):\n{loop.stderr[-4000:]}")
+        raise SystemExit(f"atrex loop failed ({loop.returncode}); its stderr is above")
     summary: dict[str, Any] = json.loads(loop.stdout)
     summary["seconds"] = seconds
     summary["device"] = torch.cuda.get_device_name() if gpus else "cpu (Triton interpreter)"
-    args.out.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(workdir, args.out / "loop", dirs_exist_ok=True)
-    shutil.copytree(logs, args.out / "logs", dirs_exist_ok=True)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     trail = [json.loads(line) for line in (workdir / "audit.jsonl").read_text().splitlines()]
     for event in trail:
