@@ -159,6 +159,7 @@ class TimingSettings:
 
 
 SPAN_BY_PROFILER, SPAN_BY_EVENTS = "profiler", "events"  # TimingReport.span_measured_by
+WALL_FIELD = "wall_median_s"  # TimingReport's wall time, by its name on the wire (readers')
 
 
 @dataclass

@@ -19,7 +19,7 @@ from ..isolation.sandbox import CandidateError
 from ..operator_files import make_inputs
 from ..request import FULL_CHECKS, REFERENCE_CHECKS
 from ..timed_calls import CallPlan, FlowError, rehearse_gap
-from ..timing import TimingSettings, record_gap_allowance
+from ..timing import TimingReport, TimingSettings, record_gap_allowance
 from ..timing_records import GapAllowance
 from .shape import ShapeRunState, _kernel_names, _trusted_allocations
 
@@ -202,10 +202,14 @@ def _check_timed_kernels(timed: object, observed: set[str]) -> None:
                                             f"{shown}; the shape is not scored")
 
 
+# Every number of the report (the times, the error, the kernels per forward, the seconds)
+_NUMERIC_TIMING = tuple(f.name for f in dataclasses.fields(TimingReport)
+                        if f.type in ("float", "float | None"))
+
+
 def _checked_timing(timing: object) -> dict[str, Any]:
     """The child's timing report is untrusted: numbers must be numbers before they are used."""
-    numeric = ("median_s", "p10_s", "p90_s", "mean_s", "rse", "wall_median_s",
-               "busy_median_s", "span_median_s", "kernels_per_forward", "seconds_spent")
+    numeric = _NUMERIC_TIMING
     if not isinstance(timing, dict) or not isinstance(timing.get("measured"), bool) or any(
             not isinstance(timing.get(k), int | float | None) or isinstance(timing.get(k), bool)
             for k in numeric) or not isinstance(timing.get("timed_kernel_names"), list):
