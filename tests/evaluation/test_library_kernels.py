@@ -266,19 +266,24 @@ def test_hooks_a_library_adds_while_imported_are_not_the_candidates(library_site
 def test_a_hook_counts_as_the_candidates_where_the_library_file_is_writable(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The candidate cannot pass its own code off as a library's: a file the child can
-    write (its scratch space, a folder it put on sys.path) is never a library's."""
+    write (its scratch space, a folder it put on sys.path) is never a library's, nor is a
+    read-only file outside the library folders fixed before the candidate ran (a module of
+    its own named like an installed distribution, in a folder it put on sys.path)."""
     from evaluation.harness.isolation import integrity
 
     site = install_fixture_package(tmp_path / "site")
     module_file = str(site / "atrex_fixture_kernels" / "hooks.py")
     code = compile("import sys\nframe = sys._getframe(0)\n", module_file, "exec")
     scope: dict[str, object] = {}
-    monkeypatch.syspath_prepend(str(site))
-    integrity._LIBRARY_INDEX.clear()
     exec(code, scope)
     frame = scope["frame"]
     monkeypatch.setattr(integrity, "writable", lambda path: False)
+    monkeypatch.setattr(integrity, "_TRUSTED_ROOTS", [])
+    monkeypatch.setattr(integrity, "_LIBRARY_INDEX", [])
+    integrity.trust_library_roots()  # before the folder is on sys.path: never a library's
+    monkeypatch.syspath_prepend(str(site))
+    assert integrity.library_import_hook(frame) is None  # type: ignore[arg-type]
+    integrity.trust_library_roots()  # on the import path the harness gave: a library's
     assert integrity.library_import_hook(frame) == LABEL  # type: ignore[arg-type]
     monkeypatch.setattr(integrity, "writable", lambda path: True)
     assert integrity.library_import_hook(frame) is None  # type: ignore[arg-type]
-    integrity._LIBRARY_INDEX.clear()

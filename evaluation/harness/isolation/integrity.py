@@ -27,6 +27,7 @@ import threading
 import time
 import types
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -194,6 +195,8 @@ def install_audit_tripwire() -> None:
     An installed library that adds one while it is imported (on the H200, importing
     Liger-Kernel's ops under Python 3.12 did) is not the candidate's doing: it is recorded
     apart (library_import_hook, library_hooks) and allowed."""
+    trust_library_roots()
+
     def hook(event: str, args: tuple[object, ...]) -> None:
         if event in _AUDIT_TRIPWIRES:
             library = library_import_hook(sys._getframe(1), args)
@@ -241,6 +244,27 @@ def library_import_hook(frame: types.FrameType | None, args: tuple[object, ...] 
 
 
 _LIBRARY_INDEX: list[Any] = []
+# Where installed libraries live, taken before the candidate runs (trust_library_roots), not
+# from sys.path as the candidate may have changed it: a read-only file of its own named six.py
+# in a folder it put on sys.path would otherwise pass for the six distribution's.
+_TRUSTED_ROOTS: list[Path] = []
+
+
+def trust_library_roots() -> None:
+    """Fix the folders installed libraries are read from, once, before the candidate: the
+    Python install's site folders and the import path the harness gave the child (the
+    deployment's library folders among it), those the child cannot write (the sandbox mounts
+    them read-only; the work area and scratch space are writable, so never trusted)."""
+    import site
+    import sysconfig
+
+    from ..libraries import library_paths
+
+    paths = sysconfig.get_paths()
+    found = [paths.get("purelib"), paths.get("platlib"), *site.getsitepackages(), *sys.path]
+    roots = [Path(p).resolve() for p in found if p and Path(p).is_dir()] + library_paths()
+    _TRUSTED_ROOTS[:] = [r for r in dict.fromkeys(roots) if not writable(str(r))]
+    _LIBRARY_INDEX.clear()
 
 
 def writable(path: str) -> bool:
@@ -248,13 +272,19 @@ def writable(path: str) -> bool:
 
 
 def _read_only_library_file(path: str) -> str | None:
-    """"package version" when `path` is an installed distribution's file the child cannot
-    write, else None."""
-    if not path or path.startswith("<") or writable(path):
+    """"package version" when `path` is a file of a distribution installed in a trusted
+    library folder (trust_library_roots) that the child cannot write, else None."""
+    if not path or path.startswith("<") or not _TRUSTED_ROOTS or writable(path):
+        return None
+    try:
+        resolved = Path(path).resolve()
+    except (OSError, RuntimeError):
+        return None
+    if not any(root in resolved.parents for root in _TRUSTED_ROOTS):
         return None
     if not _LIBRARY_INDEX:
         from ..libraries import LibraryIndex
-        _LIBRARY_INDEX.append(LibraryIndex())
+        _LIBRARY_INDEX.append(LibraryIndex(roots=[str(r) for r in _TRUSTED_ROOTS]))
     return _LIBRARY_INDEX[0].of_file(path)  # type: ignore[no-any-return]
 
 
