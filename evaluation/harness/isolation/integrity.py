@@ -183,10 +183,6 @@ _AUDIT_TRIPWIRES = frozenset({"sys.addaudithook", "sys.monitoring.register_callb
 _audit_seen: list[str] = []
 
 
-# Hooks an installed library added while it was being imported (library_import_hook): allowed.
-_library_hooks: list[str] = []
-
-
 def install_audit_tripwire() -> None:
     """Record every later attempt to add an audit hook (an audit hook runs on file opens,
     imports and ctypes calls, the harness's included), and count library loads and imports
@@ -194,24 +190,16 @@ def install_audit_tripwire() -> None:
 
     An installed library that adds one while it is imported (on the H200, importing
     Liger-Kernel's ops under Python 3.12 did) is not the candidate's doing: it is recorded
-    apart (library_import_hook, library_hooks) and allowed."""
+    apart (library_import_hook) and allowed."""
     trust_library_roots()
 
     def hook(event: str, args: tuple[object, ...]) -> None:
         if event in _AUDIT_TRIPWIRES:
-            library = library_import_hook(sys._getframe(1), args)
-            if library is None:
+            if library_import_hook(sys._getframe(1), args) is None:
                 _audit_seen.append(event)
-            else:
-                _library_hooks.append(f"{event} by {library}")
         elif event in ("ctypes.dlopen", "import"):
             _loads[0] += 1  # a new shared object may be mapped now: child_core._installed looks
     sys.addaudithook(hook)
-
-
-def library_hooks() -> list[str]:
-    """Hooks that installed libraries added while imported (allowed; for the notes)."""
-    return sorted(set(_library_hooks))
 
 
 def library_import_hook(frame: types.FrameType | None, args: tuple[object, ...] = ()) -> str | None:
@@ -265,6 +253,7 @@ def trust_library_roots() -> None:
     roots = [Path(p).resolve() for p in found if p and Path(p).is_dir()] + library_paths()
     _TRUSTED_ROOTS[:] = [r for r in dict.fromkeys(roots) if not writable(str(r))]
     _LIBRARY_INDEX.clear()
+    _FINDER_LIBRARY.clear()
 
 
 def writable(path: str) -> bool:
