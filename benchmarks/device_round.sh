@@ -8,6 +8,8 @@
 #            (S_op before and after, seconds per shape, where they go), then the library ladder.
 #   STAGE=B: .libwhl too: which hooks importing the libraries adds, the ladder again (after the
 #            FlagGems and Liger-Kernel fixes), `atrex loop` on the GPU, the warm pool.
+#   STAGE=D: .libwhl too: the public release's torch.compile baseline and the PyTorch
+#            reference on the same shapes, merged into the recorded ladder (library_ladder.py).
 #   STAGE=C: forwards launching outside the capturing stream, CuTe DSL included; eager fidelity
 #            (carry .atrex-eager, the release's six operators it times, not .atrex-bench).
 export HOME=/tmp/home USER=root PYTHONUNBUFFERED=1; mkdir -p $HOME $OUT
@@ -55,6 +57,16 @@ C)
   END=${C_END_S:-560}
   timeout $((END - SECONDS)) python3 benchmarks/eager_fidelity.py --public-release $PWD/.atrex-eager \
     --json $OUT/eager.json --deadline-s $((END - 50 - SECONDS)) --probes ${PROBES:-fresh,audit,dynamo} \
-    --triton-probes-only > $OUT/eager.log 2>&1; grep -v -i warn $OUT/eager.log | tail -60
+    --evaluations ${EVALUATIONS:-new,new,new,old} --triton-probes-only > $OUT/eager.log 2>&1; grep -v -i warn $OUT/eager.log | tail -60
+  ;;
+D)
+  # the public release's torch.compile baseline (issue 44), the PyTorch reference on the same
+  # shapes beside it, continued from the recorded ladder where that ran on this kind of card
+  python3 -m pip install -q --no-deps --no-index .libwhl/*.whl 2>&1 | tail -2
+  END=${D_END_S:-560}
+  timeout $((END - SECONDS)) python3 benchmarks/library_ladder.py --release $R --json $OUT/ladder.json \
+    --merge ${MERGE:-benchmarks/results/h200-library-ladder/ladder.json} --compile-only --with-reference \
+    --compile-shapes ${COMPILE_SHAPES:-2} --deadline-s $((END - 60 - SECONDS)) > $OUT/ladder.log 2>&1
+  grep -v -i warn $OUT/ladder.log | tail -50
   ;;
 esac

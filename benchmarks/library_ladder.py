@@ -20,6 +20,7 @@ Usage (repository root, on the GPU host, as root so the sandbox can be built):
     python benchmarks/library_ladder.py --release /path/to/atrex-bench --json $OUT/ladder.json
         [--deadline-s 400] [--max-shapes 16] [--timing-cap-s 0.3] [--packages a,b]
         [--operators a,b] [--compile-shapes 2] [--no-compile]
+        [--compile-only] [--merge earlier.json]
 """
 
 from __future__ import annotations
@@ -50,7 +51,18 @@ from evaluation.harness.release import LoadedRelease, load_release, project_hard
 from evaluation.harness.timing import TimingSettings
 from evaluation.library_ladder import NOT_YET, PACKAGES, Adapter, adapters
 
-HARDWARE = "H200"
+
+def detected_hardware(device: str) -> str:
+    """The project's hardware profile for this GPU (evaluation/hardware), by its name: the
+    lent machines are H200s or H100s, and a row's attainment must use the card it ran on."""
+    if device == "cuda":
+        import torch
+
+        name = torch.cuda.get_device_name(0)
+        for profile in ("H200", "H100", "H20", "MI300X"):
+            if profile in name:
+                return profile
+    return "H200"  # on a CPU nothing is timed: the profile only names the row's hardware
 
 
 def spread(ids: list[str], count: int) -> list[str]:
@@ -62,7 +74,8 @@ def spread(ids: list[str], count: int) -> list[str]:
 
 
 def evaluate_one(release: LoadedRelease, operator: str, source: str, shape_ids: list[str],
-                 warm: WarmChildren, settings: EvaluationSettings) -> dict[str, Any]:
+                 warm: WarmChildren, settings: EvaluationSettings,
+                 hardware: str = "H200") -> dict[str, Any]:
     """One candidate on the chosen shapes: the result's shapes as the worker reports them,
     with SOL and attainment on the project's H200 profile (for this script's summary; the
     portal computes its own from the release's roofline when it stores them)."""
@@ -75,7 +88,7 @@ def evaluate_one(release: LoadedRelease, operator: str, source: str, shape_ids: 
     result = evaluate(job, settings, warm=warm)
     seconds = time.perf_counter() - started
     if op.roofline is not None:
-        apply_roofline(result, op.roofline, project_hardware_profiles()[HARDWARE])
+        apply_roofline(result, op.roofline, project_hardware_profiles()[hardware])
     shapes = result.to_dict()["shapes"]
     return {"shapes": shapes, "seconds": seconds, "summary": summarise(shapes)}
 
@@ -110,6 +123,15 @@ def main() -> int:
     parser.add_argument("--packages", default=",".join(PACKAGES))
     parser.add_argument("--operators", default="")
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--with-reference", action="store_true",
+                        help="beside each torch.compile row, the PyTorch reference on the same "
+                             "shapes (the compile speed-up on this card, in one call)")
+    parser.add_argument("--compile-only", action="store_true",
+                        help="no adapters: the torch.compile baseline alone")
+    parser.add_argument("--merge", type=Path,
+                        help="an earlier run's JSON: its rows are kept and only the operators "
+                             "it has no torch.compile row for are compiled (a baseline that "
+                             "does not fit in one device call, continued in the next)")
     args = parser.parse_args()
     # the environment of every result records the libraries this host carries
     os.environ.setdefault("ATREX_LIBRARIES", ",".join(PACKAGES))
@@ -124,14 +146,29 @@ def main() -> int:
     warm = WarmChildren(device=args.device, dsl="triton", masked_paths=(release.root,),
                         settings=SandboxSettings())
     versions = declared_libraries()
+    hardware = detected_hardware(args.device)
     output: dict[str, Any] = {
         "meta": {"date": datetime.date.today().isoformat(), "release": str(args.release),
-                 "hardware": HARDWARE, "max_shapes": args.max_shapes,
+                 "hardware": hardware, "max_shapes": args.max_shapes,
                  "timing_cap_s": args.timing_cap_s, "deadline_s": args.deadline_s,
                  "libraries": versions, "python": sys.version.split()[0],
                  "selection": f"every shape of an operator with at most {args.max_shapes}; "
                               f"else {args.max_shapes} spread over shapes.json's order"},
-        "libraries": {}, "torch_compile": {}, "skipped": [], "not_yet": NOT_YET}
+        "libraries": {}, "torch_compile": {}, "pytorch": {}, "skipped": [], "not_yet": NOT_YET}
+    earlier = json.loads(args.merge.read_text()) if args.merge is not None else None
+    if earlier is not None and earlier["meta"].get("hardware", "H200") != hardware:
+        print(f"not merging {args.merge}: its rows ran on {earlier['meta'].get('hardware')}, "
+              f"this card is {hardware}", flush=True)
+        earlier = None
+    if earlier is not None:
+        output["meta"]["runs"] = [*earlier["meta"].get("runs", [earlier["meta"]]),
+                                  dict(output["meta"])]
+        output["meta"]["libraries"] = earlier["meta"].get("libraries", versions)
+        output["libraries"], output["torch_compile"] = earlier["libraries"], \
+            earlier["torch_compile"]
+        output["pytorch"] = earlier.get("pytorch", {})
+        output["skipped"] = [line for line in earlier["skipped"]
+                             if not line.startswith("torch.compile ")]
 
     def save() -> None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -140,9 +177,9 @@ def main() -> int:
     def shape_ids(operator: str, count: int) -> list[str]:
         return spread([s.id for s in release.operators[operator].public.shapes], count)
 
-    for adapter in chosen:
+    for adapter in [] if args.compile_only else chosen:
         run_adapter(adapter, release, output, versions, warm, settings, deadline,
-                    shape_ids(adapter.operator, args.max_shapes))
+                    shape_ids(adapter.operator, args.max_shapes), hardware)
         save()
     if not args.no_compile:
         covered = sorted({a.operator for a in chosen})
@@ -151,16 +188,24 @@ def main() -> int:
         rest = sorted((n for n in release.operators if n not in covered and (not only or n in only)),
                       key=lambda n: -weights[n])
         for operator in [*covered, *rest]:
+            if operator in output["torch_compile"]:  # an earlier run's (--merge)
+                continue
             if time.monotonic() > deadline:
                 output["skipped"].append(f"torch.compile {operator}: deadline")
                 continue
             source = baseline_source(
                 (release.operators[operator].public.directory / "reference.py").read_text(),
                 TORCH_COMPILE)
-            entry = evaluate_one(release, operator, source,
-                                 shape_ids(operator, args.compile_shapes), warm, settings)
+            ids = shape_ids(operator, args.compile_shapes)
+            entry = evaluate_one(release, operator, source, ids, warm, settings, hardware)
             output["torch_compile"][operator] = entry
             print_row("torch.compile", operator, entry)
+            if args.with_reference:
+                reference = (release.operators[operator].public.directory / "reference.py")
+                entry = evaluate_one(release, operator, reference.read_text(), ids, warm,
+                                     settings, hardware)
+                output["pytorch"][operator] = entry
+                print_row("PyTorch", operator, entry)
             save()
     warm.close()
     output["s_agg"] = aggregates(release, output)
@@ -183,7 +228,7 @@ def aggregates(release: LoadedRelease, output: dict[str, Any]) -> dict[str, floa
     total = sum(weights.values()) or 1.0
 
     def s_agg(by_operator: dict[str, float]) -> float:
-        return sum(weights[op] * value for op, value in by_operator.items()) / total
+        return sum(weights.get(op, 0.0) * value for op, value in by_operator.items()) / total
 
     rows: dict[str, dict[str, float]] = {}
     best: dict[str, float] = {}
@@ -196,19 +241,24 @@ def aggregates(release: LoadedRelease, output: dict[str, Any]) -> dict[str, floa
     result["best open kernel"] = s_agg(best)
     result["torch.compile (operators run)"] = s_agg(
         {op: float(e["summary"]["s_op"] or 0.0) for op, e in output["torch_compile"].items()})
+    if output.get("pytorch"):
+        result["PyTorch reference (same shapes)"] = s_agg(
+            {op: float(e["summary"]["s_op"] or 0.0) for op, e in output["pytorch"].items()})
     return result
 
 
 def run_adapter(adapter: Adapter, release: LoadedRelease, output: dict[str, Any],
                 versions: dict[str, str | None], warm: WarmChildren,
-                settings: EvaluationSettings, deadline: float, ids: list[str]) -> None:
+                settings: EvaluationSettings, deadline: float, ids: list[str],
+                hardware: str) -> None:
     if time.monotonic() > deadline:
         output["skipped"].append(f"{adapter.package} {adapter.operator}: deadline")
         return
     if versions.get(adapter.package) is None:
         output["skipped"].append(f"{adapter.package} {adapter.operator}: not installed here")
         return
-    entry = evaluate_one(release, adapter.operator, adapter.source(), ids, warm, settings)
+    entry = evaluate_one(release, adapter.operator, adapter.source(), ids, warm, settings,
+                         hardware)
     entry["source_file"] = str(adapter.path.relative_to(REPO))
     package = output["libraries"].setdefault(
         adapter.package, {"version": versions[adapter.package], "operators": {}})

@@ -241,3 +241,27 @@ def test_sampling_stops_on_the_medians_error_where_a_few_slow_samples_would_keep
     assert sampling_error(median_rule, boundary) == 0.0
     with pytest.raises(ValueError, match="unknown stop rule"):
         sampling_error(TimingSettings(stop_rule="p90"), samples)
+
+
+def test_an_eager_forwards_error_holds_its_hosts_share_and_a_graphs_does_not() -> None:
+    # Issue 43: an eager forward's host latency moves from process to process (a relative sd
+    # of 0.26-0.33 between evaluations on the H200 and H100), which its own samples cannot show; a graph replay's
+    # time holds no host latency, and a device-bound eager forward almost none.
+    from evaluation.harness.confidence import HOST_REPEAT_RSE
+    from evaluation.harness.stages.performance import _checked_timing
+    from evaluation.harness.timing import TimingReport
+
+    samples = [150e-6] * 20  # one evaluation's samples, all alike
+    common = dict(measured=True, median_s=150e-6, n=20, samples_s=samples,
+                  timed_kernel_names=["a"], timed_calls=20)
+    graph = _checked_timing(TimingReport(method="graph", busy_median_s=3e-6, **common).to_dict())
+    launch_bound = _checked_timing(TimingReport(method="eager", busy_median_s=3e-6,
+                                                span_measured_by="events", **common).to_dict())
+    device_bound = _checked_timing(TimingReport(method="eager", busy_median_s=149e-6,
+                                                span_measured_by="events", **common).to_dict())
+    unknown_busy = _checked_timing(TimingReport(method="eager", span_measured_by="events",
+                                                **common).to_dict())
+    assert graph["median_se_s"] < 1e-7  # the timer's step alone
+    assert launch_bound["median_se_s"] == pytest.approx(HOST_REPEAT_RSE * 147e-6, rel=0.01)
+    assert device_bound["median_se_s"] < 0.01 * launch_bound["median_se_s"] + 1e-6
+    assert unknown_busy["median_se_s"] == pytest.approx(HOST_REPEAT_RSE * 150e-6, rel=0.01)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import environment
-from ..confidence import median_standard_error, timer_step
+from ..confidence import host_repeat_error, median_standard_error, timer_step
 from ..isolation.device_memory import release_cached_memory
 from ..isolation.sandbox import CandidateError
 from ..operator_files import make_inputs
@@ -231,6 +231,11 @@ def _checked_timing(timing: object) -> dict[str, Any]:
                                                 "of its samples")
         # the trusted side's own figure: how far the median could move, never less than
         # the timer's step allows (confidence.py)
-        timing["median_se_s"] = median_standard_error(samples, timer_step(
+        error = median_standard_error(samples, timer_step(
             timing.get("span_measured_by"), timing.get("method")))
+        if error is not None and timing.get("method") != "graph":
+            # an eager forward's host share moves from process to process (confidence.py)
+            error = math.hypot(error, host_repeat_error(timing["median_s"],
+                                                        timing.get("busy_median_s")))
+        timing["median_se_s"] = error
     return timing

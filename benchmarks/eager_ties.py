@@ -1,0 +1,73 @@
+"""How far evaluations of the same eager forward move, and whether the board ties them (issue 43).
+
+Reads `eager_fidelity.py` outputs (each forward and shape evaluated three times, each a new
+sandboxed child) and prints, per file:
+- the between-evaluation spread of the host's share of each shape's time (median - busy):
+  the relative standard deviation of the three, its root mean square over shapes, the figure
+  evaluation/harness/confidence.HOST_REPEAT_RSE is set from;
+- for every pair of evaluations of one shape, whether a board would call them different: a
+  two-sided test at 95% (leaderboard/selectors.clearly_better) with each median's error as
+  the evaluator now gives it (the timer's step and the host's share, confidence.py) and as it
+  gave it before (the timer's step alone: within one child the samples of these forwards
+  spread by well under their timer's step of 0.5 us against differences of tens of
+  microseconds, so the bootstrap term is left out of both).
+
+Usage: python benchmarks/eager_ties.py benchmarks/results/*/eager.json
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from _path import REPO  # noqa: F401 - puts the repository on sys.path
+
+from evaluation.harness.confidence import EVENTS_STEP_S, HOST_REPEAT_RSE, host_repeat_error
+
+Z = 1.96  # leaderboard.selectors.INTERVAL_Z, without importing Django
+
+
+def runs_by_shape(report: dict[str, Any]) -> dict[str, list[tuple[float, float | None]]]:
+    """(median, busy) of each evaluation with the defaults, by forward/shape."""
+    shapes: dict[str, list[tuple[float, float | None]]] = {}
+    for operator, runs in report["harness"].items():
+        for run in runs:
+            if run["label"] != "new":
+                continue
+            for shape, row in run["shapes"].items():
+                if row.get("median_s") and row.get("method") == "eager":
+                    shapes.setdefault(f"{operator}/{shape}", []).append(
+                        (row["median_s"], row.get("busy_s")))
+    return {k: v for k, v in shapes.items() if len(v) >= 2}
+
+
+def main(paths: list[str]) -> None:
+    floor = EVENTS_STEP_S / math.sqrt(12)
+    for path in paths:
+        shapes = runs_by_shape(json.loads(Path(path).read_text()))
+        spreads, pairs, tied_now, tied_before = [], 0, 0, 0
+        for runs in shapes.values():
+            host = [m - min(b or 0.0, m) for m, b in runs]
+            if statistics.mean(host) > 0:
+                spreads.append(statistics.stdev(host) / statistics.mean(host))
+            for (m1, b1), (m2, b2) in itertools.combinations(runs, 2):
+                pairs += 1
+                now = math.hypot(math.hypot(floor, host_repeat_error(m1, b1)),
+                                 math.hypot(floor, host_repeat_error(m2, b2)))
+                tied_now += abs(m1 - m2) <= Z * now
+                tied_before += abs(m1 - m2) <= Z * math.hypot(floor, floor)
+        rms = math.sqrt(sum(s * s for s in spreads) / len(spreads)) if spreads else float("nan")
+        print(f"{path}: {len(shapes)} shapes; the host's share between evaluations: relative "
+              f"sd median {statistics.median(spreads):.3f}, rms {rms:.3f}, max {max(spreads):.3f}"
+              f" (HOST_REPEAT_RSE {HOST_REPEAT_RSE})")
+        print(f"  pairs of evaluations of one shape tied at 95%: {tied_now} of {pairs} now, "
+              f"{tied_before} of {pairs} with the timer's step alone")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
