@@ -8,6 +8,7 @@
 #            (S_op before and after, seconds per shape, where they go), then the library ladder.
 #   STAGE=B: .libwhl too: which hooks importing the libraries adds, the ladder again (after the
 #            FlagGems and Liger-Kernel fixes), `atrex loop` on the GPU, the warm pool.
+#   STAGE=L: `atrex loop` on the GPU alone (LOOP_S seconds).
 #   STAGE=D: .libwhl too: the public release's torch.compile baseline and the PyTorch
 #            reference on the same shapes, merged into the recorded ladder (library_ladder.py).
 #   STAGE=C: forwards launching outside the capturing stream, CuTe DSL included; eager fidelity
@@ -58,6 +59,11 @@ C)
   timeout $((END - SECONDS)) python3 benchmarks/eager_fidelity.py --public-release $PWD/.atrex-eager \
     --json $OUT/eager.json --deadline-s $((END - 50 - SECONDS)) --probes ${PROBES:-fresh,audit,dynamo} \
     --evaluations ${EVALUATIONS:-new,new,new,old} --triton-probes-only > $OUT/eager.log 2>&1; grep -v -i warn $OUT/eager.log | tail -60
+  ;;
+L)
+  # `atrex loop` alone (issue 45), streaming its rounds under $OUT/loop as they happen
+  timeout ${LOOP_S:-500} python3 benchmarks/loop_gpu.py --release $R --rounds ${ROUNDS:-6} --out $OUT/loop > $OUT/loop.log 2>&1
+  tail -30 $OUT/loop.log; tar -C $OUT -czf $OUT/loop.tar.gz loop && rm -rf $OUT/loop  # 8 files come back
   ;;
 D)
   # the public release's torch.compile baseline (issue 44), the PyTorch reference on the same

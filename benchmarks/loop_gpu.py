@@ -45,7 +45,20 @@ from typing import Any
 from _path import REPO
 from stack import gpu_worker, path_with, results_worker, stop, wait_ready
 
-HARDWARE = "H200"
+HARDWARE = "H200"  # on a host without a GPU (the plumbing check); else the card's own
+
+
+def card_hardware() -> str:
+    """The project's hardware profile for this host's GPU: the lent machines are H200s or
+    H100s, and the loop's jobs must go to the queue of the card that runs them."""
+    import torch
+
+    if torch.cuda.is_available():
+        name = torch.cuda.get_device_name(0)
+        for profile in ("H200", "H100", "H20"):
+            if profile in name:
+                return profile
+    return HARDWARE
 
 
 def main() -> None:
@@ -91,11 +104,13 @@ def run(args: argparse.Namespace) -> None:
 
     folder: Path = args.folder
     gpus = torch.cuda.device_count()
+    hardware = card_hardware()
+    print(f"hardware: {hardware}", flush=True)
     shape_filter = "" if gpus else "dev-*"
     settings.ATREX_SHAPE_FILTER = shape_filter
     call_command("migrate", verbosity=0)
     release = release_import(path=args.release).release
-    if not HardwareProfile.objects.filter(name=HARDWARE).exists():
+    if not HardwareProfile.objects.filter(name=hardware).exists():
         call_command("import_hardware", verbosity=0)
     if not release.weight_sets.filter(active=True).exists():
         weight_set_from_release(release)
@@ -126,7 +141,7 @@ def run(args: argparse.Namespace) -> None:
         pin["CUDA_VISIBLE_DEVICES"] = "0"
     processes = [results_worker("results", "results", {"ATREX_SHAPE_FILTER": shape_filter},
                                 logs),
-                 gpu_worker("eval0", f"eval.{HARDWARE}", pin, logs, bundle)]
+                 gpu_worker("eval0", f"eval.{hardware}", pin, logs, bundle)]
     server = f"http://127.0.0.1:{port}"
     workdir = args.out / "loop"
     try:
@@ -135,7 +150,7 @@ def run(args: argparse.Namespace) -> None:
         started = time.monotonic()
         loop = subprocess.run(
             [sys.executable, "-m", "atrex_cli", "loop", "--server", server, "--release",
-             str(release.pk), "--operator", "rms_norm", "--hardware", HARDWARE,
+             str(release.pk), "--operator", "rms_norm", "--hardware", hardware,
              "--generator", f"{sys.executable} {REPO / 'benchmarks' / 'loop_sweep_generator.py'}",
              "--rounds", str(args.rounds), "--patience", str(args.patience), "--final-ranked",
              "--workdir", str(workdir), "--agent", "scripted-sweep", "--model", "none",
