@@ -21,7 +21,8 @@ if [ -d .whl ]; then
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv > $OUT/gpu.txt
 R=$PWD/.atrex-bench; C=evaluation/sample_candidates/rms_norm/triton_native.py
-case "$STAGE" in
+for STEP in ${STAGE//,/ }; do  # STAGE=D,L: one after the other in one call
+case "$STEP" in
 A)
   timeout 200 python3 benchmarks/worker_speed.py --release $R --operator rms_norm --candidate $C \
     --modes worker --jobs 2 --steps --json $OUT/rms_norm-after.json > $OUT/rms_norm-after.log 2>&1
@@ -76,3 +77,4 @@ D)
   grep -v -i warn $OUT/ladder.log | tail -50
   ;;
 esac
+done
