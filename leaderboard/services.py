@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
+from psycopg.copy import QueuedLibpqWriter
 from django.db import connection, models, transaction
 from django.db.models import F, Max, TextField
 from django.db.models.functions import Cast
@@ -143,20 +144,27 @@ def rescore_weight_set(weight_set: WeightSet) -> int:
         if not batch:
             break
         last = batch[-1][0]
-        rows = [_score_values(weight_set, pk, SubmissionSummary.from_json(orjson.loads(data)),
+        # A generator: each row is combined while PostgreSQL takes in the ones before it
+        # (`_insert_scores`), the two cores busy at once.
+        rows = (_score_values(weight_set, pk, SubmissionSummary.from_json(orjson.loads(data)),
                               context.subset_operators(hardware[hardware_id]),
                               excluded=excluded, placed=(team_id, hardware_id, created_at))
-                for pk, data, hardware_id, excluded, team_id, created_at in batch]
+                for pk, data, hardware_id, excluded, team_id, created_at in batch)
         _insert_scores(rows)
-        count += len(rows)
+        count += len(batch)
     derived_cache.changed(derived_cache.BOARDS)
     return count
 
 
-def _insert_scores(rows: list[dict[str, Any]]) -> None:
+def _insert_scores(rows: Iterable[dict[str, Any]]) -> None:
     """New score rows (their columns' values by attribute name): PostgreSQL's COPY there (a
-    rescore writes every submission's), else bulk_create."""
-    if connection.vendor != "postgresql" or not rows:
+    rescore writes every submission's), else bulk_create.
+
+    On PostgreSQL the rows are taken one by one while the COPY is open, and a writer
+    thread sends them (psycopg's QueuedLibpqWriter): the server parses and indexes the rows
+    already sent while the next ones are computed. Sent all at the end, the server's half
+    waited for Python's, and the other way round (issue 42)."""
+    if connection.vendor != "postgresql":
         SubmissionScore.objects.bulk_create([SubmissionScore(**row) for row in rows],
                                             batch_size=2000)
         return
@@ -165,7 +173,8 @@ def _insert_scores(rows: list[dict[str, Any]]) -> None:
     columns = ", ".join(column for column, _, _ in _SCORE_COPY_COLUMNS)
     with connection.cursor() as cursor:
         raw = cursor.cursor  # psycopg's own cursor: COPY ... FROM STDIN
-        with raw.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+        with raw.copy(f"COPY {table} ({columns}) FROM STDIN",
+                      writer=QueuedLibpqWriter(raw)) as copy:
             for row in rows:
                 row["computed_at"] = now
                 copy.write_row([orjson.dumps(row[name], option=orjson.OPT_NON_STR_KEYS)
