@@ -6,11 +6,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
-from psycopg.copy import QueuedLibpqWriter
 from django.db import connection, models, transaction
 from django.db.models import F, Max, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
+from psycopg.copy import QueuedLibpqWriter
 
 from evaluation.catalog.models import HardwareProfile, Release
 from leaderboard import tiers

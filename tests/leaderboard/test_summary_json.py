@@ -59,3 +59,24 @@ def test_a_summary_missing_a_required_key_is_refused() -> None:
     with pytest.raises(KeyError):
         SubmissionSummary.from_json({"ranked": True, "by_operator": {}, "by_subset": {},
                                      "shapes": 1, "correct": 1})
+
+
+def test_a_malformed_stored_summary_is_refused_naming_what_is_wrong() -> None:
+    stored = json.loads(json.dumps(summarise([
+        ShapeOutcome(operator="op", shape_id="a", correct=True, verdict="native",
+                     attainment=0.5, regime="memory", phase="decode")]).as_json()))
+    with pytest.raises(TypeError, match="expected a number or null, got str"):
+        SubmissionSummary.from_json({**stored, "by_operator": {"op": "0.5"}})
+    with pytest.raises(TypeError, match="expected an object, got list"):
+        SubmissionSummary.from_json({**stored, "by_subset": {"memory": [0.5]}})
+    with pytest.raises(TypeError, match="expected an object, got list"):
+        SubmissionSummary.from_json({**stored, "hidden_siblings": [["op", 1]]})
+
+
+def test_stored_scores_of_another_type_are_read_as_floats() -> None:
+    # a summary written by hand or by an older portal: ints (and JSON's true) are scores too
+    summary = SubmissionSummary.from_json(
+        {"ranked": True, "by_operator": {"a": 1, "b": 0.5, "c": None, "d": True},
+         "by_subset": {}, "shapes": 1, "correct": 1, "native": 1})
+    assert summary.by_operator == {"a": 1.0, "b": 0.5, "c": None, "d": 1.0}
+    assert all(type(v) is float for v in summary.by_operator.values() if v is not None)
