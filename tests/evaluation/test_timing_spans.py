@@ -245,8 +245,8 @@ def test_sampling_stops_on_the_medians_error_where_a_few_slow_samples_would_keep
 
 def test_an_eager_forwards_error_holds_its_hosts_share_and_a_graphs_does_not() -> None:
     # Issue 43: an eager forward's host latency moves from process to process (a relative sd
-    # of 0.26-0.33 between evaluations on the H200 and H100), which its own samples cannot show; a graph replay's
-    # time holds no host latency, and a device-bound eager forward almost none.
+    # of 0.26-0.33 between evaluations on the H200 and H100), which its own samples cannot
+    # show; a graph replay's time holds no host latency, a device-bound eager one almost none.
     from evaluation.harness.confidence import HOST_REPEAT_RSE
     from evaluation.harness.stages.performance import _checked_timing
     from evaluation.harness.timing import TimingReport
