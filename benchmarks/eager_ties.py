@@ -6,7 +6,8 @@ sandboxed child) and prints, per file:
   the relative standard deviation of the three, its root mean square over shapes, the figure
   evaluation/harness/confidence.HOST_REPEAT_RSE is set from;
 - for every pair of evaluations of one shape, whether a board would call them different: a
-  two-sided test at 95% (leaderboard/selectors.clearly_better) with each median's error as
+  two-sided test at 95% on their attainments, the lower one's error counted up to the
+  higher one's (leaderboard/selectors.clearly_better), with each median's error as
   the evaluator now gives it (the timer's step and the host's share, confidence.py) and as it
   gave it before (the timer's step alone: within one child the samples of these forwards
   spread by well under their timer's step of 0.5 us against differences of tens of
@@ -22,6 +23,7 @@ import json
 import math
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,16 @@ def runs_by_shape(report: dict[str, Any]) -> dict[str, list[tuple[float, float |
     return {k: v for k, v in shapes.items() if len(v) >= 2}
 
 
+def tied(first: tuple[float, float | None], second: tuple[float, float | None],
+         error: Callable[[float, float | None], float]) -> bool:
+    """Whether a board ties two evaluations of one shape: their attainments (SOL / median,
+    the SOL cancels) and errors (a * se_T / T), the higher one's error in full and the
+    lower one's up to it (leaderboard/selectors.clearly_better)."""
+    scored = sorted(((1 / m, error(m, b) / m ** 2) for m, b in (first, second)), reverse=True)
+    (high, high_se), (low, low_se) = scored
+    return high - low <= Z * math.hypot(high_se, min(low_se, high_se))
+
+
 def main(paths: list[str]) -> None:
     floor = EVENTS_STEP_S / math.sqrt(12)
     for path in paths:
@@ -55,12 +67,11 @@ def main(paths: list[str]) -> None:
             host = [m - min(b or 0.0, m) for m, b in runs]
             if statistics.mean(host) > 0:
                 spreads.append(statistics.stdev(host) / statistics.mean(host))
-            for (m1, b1), (m2, b2) in itertools.combinations(runs, 2):
+            for first, second in itertools.combinations(runs, 2):
                 pairs += 1
-                now = math.hypot(math.hypot(floor, host_repeat_error(m1, b1)),
-                                 math.hypot(floor, host_repeat_error(m2, b2)))
-                tied_now += abs(m1 - m2) <= Z * now
-                tied_before += abs(m1 - m2) <= Z * math.hypot(floor, floor)
+                tied_now += tied(first, second, lambda m, b: math.hypot(
+                    floor, host_repeat_error(m, b)))
+                tied_before += tied(first, second, lambda m, b: floor)
         rms = math.sqrt(sum(s * s for s in spreads) / len(spreads)) if spreads else float("nan")
         print(f"{path}: {len(shapes)} shapes; the host's share between evaluations: relative "
               f"sd median {statistics.median(spreads):.3f}, rms {rms:.3f}, max {max(spreads):.3f}"

@@ -102,18 +102,33 @@ def test_ranks_never_go_down_the_board_and_a_row_without_an_interval_ranks_by_po
                  (0.20, 0.0005))
     assert _ranks(rows) == [(1, True), (1, True), (3, False), (4, False), (5, False),
                             (6, False)]
-    # a wide row ties with both rows above it, which are apart from each other: it takes the
-    # rank of the lower one, never a better rank than a row scoring higher
-    assert [r for r, _ in _ranks(_rows((0.50, 0.002), (0.46, 0.002), (0.45, 0.03)))] == [1, 2, 2]
+    # a wide row above ties with both rows below it, which are apart from each other: the
+    # lowest is 1 + the one row clearly better than it, and never ranks better than a row
+    # scoring higher
+    assert [r for r, _ in _ranks(_rows((0.50, 0.03), (0.46, 0.002), (0.45, 0.002)))] == [1, 1, 2]
+    # a wide row in the middle does not tie with the narrow leader (its own width counts
+    # only up to the leader's), and ties the row below it
+    assert [r for r, _ in _ranks(_rows((0.50, 0.002), (0.49, 0.03), (0.46, 0.002)))] == [1, 2, 2]
     # the same scores always give the same ranks (no draw, nothing but the rows)
     scores = [(0.6 - 0.003 * k, 0.002 + 0.001 * (k % 3)) for k in range(40)]
     first, again = _ranks(_rows(*scores)), _ranks(_rows(*scores))
     assert first == again and [r for r, _ in first] == sorted(r for r, _ in first)
     # each rank is 1 + the rows above that are clearly better (checked one pair at a time)
     for position, (rank, _) in enumerate(first):
-        better = sum(s - scores[position][0] > 1.96 * math.hypot(e, scores[position][1])
+        better = sum(s - scores[position][0] > 1.96 * math.hypot(e, min(scores[position][1], e))
                      for s, e in scores[:position])
         assert rank == max([1 + better] + [r for r, _ in first[:position]])
+
+
+def test_a_row_cannot_buy_a_shared_rank_by_spreading_its_own_samples() -> None:
+    # The leader 0.50 (se 0.002); a kernel 10% slower, 0.45, honest (se 0.002) or reporting
+    # samples spread around its right median (se 0.2: half its samples at 0.5x, half at
+    # 1.5x). With the lower row's error counted in full it would tie with the leader; its
+    # error counts only up to the leader's, so it ranks second either way.
+    assert _ranks(_rows((0.50, 0.002), (0.45, 0.002))) == [(1, False), (2, False)]
+    assert _ranks(_rows((0.50, 0.002), (0.45, 0.2))) == [(1, False), (2, False)]
+    # the leader's own uncertainty still ties the rows below it
+    assert _ranks(_rows((0.50, 0.2), (0.45, 0.002))) == [(1, True), (1, True)]
 
 
 def _submission(release: Release, team: str, medians: dict[str, list[float]],
@@ -149,11 +164,13 @@ def _ticks(center: float, spread: int) -> list[float]:
 def test_a_board_with_known_samples_marks_the_tie_and_a_bulk_rescore_keeps_the_intervals(
         ) -> None:
     release = import_fixture_release()
-    _submission(release, "Steady", {"rms_norm": _ticks(2.0e-6, 1)})
-    # a tick behind (S_op 0.496 against 0.504) and wide enough for the difference to be
-    # chance: 0.008 < 1.96 * sqrt(0.0019^2 + 0.0040^2) = 0.0087 (6 ticks either side, S_op's
-    # error 0.0033, tied only under the old overlap rule)
-    _submission(release, "Close", {"rms_norm": _ticks(2.0e-6 + TICK, 10)})
+    # the leader's samples wide enough (10 ticks either side) for a row a tick behind (S_op
+    # 0.496 against 0.504) to be within chance: 0.008 < 1.96 * sqrt(0.0040^2 + 0.0019^2) =
+    # 0.0087 (6 ticks either side, S_op's error 0.0033, tied only under the old overlap
+    # rule). The other way round (the wide row behind) they would not tie: a lower row's
+    # error counts only up to the higher row's (selectors.clearly_better).
+    _submission(release, "Steady", {"rms_norm": _ticks(2.0e-6, 10)})
+    _submission(release, "Close", {"rms_norm": _ticks(2.0e-6 + TICK, 1)})
     _submission(release, "Slow", {"rms_norm": _ticks(4.0e-6, 1)})
     norm_only = weight_set_create(release=release, weights={"rms_norm": 1}, source="manual")
     with mock.patch("submissions.jobs.dispatch_job") as dispatch:
