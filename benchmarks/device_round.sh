@@ -59,7 +59,7 @@ C)
   END=${C_END_S:-560}
   timeout $((END - SECONDS)) python3 benchmarks/eager_fidelity.py --public-release $PWD/.atrex-eager \
     --json $OUT/eager.json --deadline-s $((END - 50 - SECONDS)) --probes ${PROBES:-fresh,audit,dynamo} \
-    --evaluations ${EVALUATIONS:-new,new,new,old} --triton-probes-only > $OUT/eager.log 2>&1; grep -v -i warn $OUT/eager.log | tail -60
+    --evaluations ${EVALUATIONS:-new,new,new,old} --probe-rounds ${PROBE_ROUNDS:-1} --triton-probes-only > $OUT/eager.log 2>&1; grep -v -i warn $OUT/eager.log | tail -60
   ;;
 L)
   # `atrex loop` alone (issue 45), streaming its rounds under $OUT/loop as they happen
