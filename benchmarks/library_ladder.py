@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from _path import REPO
+from stack import card_profile
 
 from evaluation.baselines import TORCH_COMPILE, baseline_source
 from evaluation.harness.evaluate import (
@@ -50,19 +51,6 @@ from evaluation.harness.libraries import declared_libraries
 from evaluation.harness.release import LoadedRelease, load_release, project_hardware_profiles
 from evaluation.harness.timing import TimingSettings
 from evaluation.library_ladder import NOT_YET, PACKAGES, Adapter, adapters
-
-
-def detected_hardware(device: str) -> str:
-    """The project's hardware profile for this GPU (evaluation/hardware), by its name: the
-    lent machines are H200s or H100s, and a row's attainment must use the card it ran on."""
-    if device == "cuda":
-        import torch
-
-        name = torch.cuda.get_device_name(0)
-        for profile in ("H200", "H100", "H20", "MI300X"):
-            if profile in name:
-                return profile
-    return "H200"  # on a CPU nothing is timed: the profile only names the row's hardware
 
 
 def spread(ids: list[str], count: int) -> list[str]:
@@ -146,7 +134,8 @@ def main() -> int:
     warm = WarmChildren(device=args.device, dsl="triton", masked_paths=(release.root,),
                         settings=SandboxSettings())
     versions = declared_libraries()
-    hardware = detected_hardware(args.device)
+    # on a CPU nothing is timed: the profile only names the rows' hardware
+    hardware = card_profile() if args.device == "cuda" else "H200"
     output: dict[str, Any] = {
         "meta": {"date": datetime.date.today().isoformat(), "release": str(args.release),
                  "hardware": hardware, "max_shapes": args.max_shapes,

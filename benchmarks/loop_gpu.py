@@ -43,22 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from _path import REPO
-from stack import gpu_worker, path_with, results_worker, stop, wait_ready
+from stack import card_profile, gpu_worker, path_with, results_worker, stop, wait_ready
 
 HARDWARE = "H200"  # on a host without a GPU (the plumbing check); else the card's own
-
-
-def card_hardware() -> str:
-    """The project's hardware profile for this host's GPU: the lent machines are H200s or
-    H100s, and the loop's jobs must go to the queue of the card that runs them."""
-    import torch
-
-    if torch.cuda.is_available():
-        name = torch.cuda.get_device_name(0)
-        for profile in ("H200", "H100", "H20"):
-            if profile in name:
-                return profile
-    return HARDWARE
 
 
 def main() -> None:
@@ -104,7 +91,7 @@ def run(args: argparse.Namespace) -> None:
 
     folder: Path = args.folder
     gpus = torch.cuda.device_count()
-    hardware = card_hardware()
+    hardware = card_profile(HARDWARE)
     print(f"hardware: {hardware}", flush=True)
     shape_filter = "" if gpus else "dev-*"
     settings.ATREX_SHAPE_FILTER = shape_filter

@@ -74,3 +74,17 @@ def stop(processes: list[Worker]) -> None:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def card_profile(default: str = "H200") -> str:
+    """The project's hardware profile (evaluation/hardware) of this host's GPU, by its name;
+    `default` without one. The lent machines are H200s or H100s: a row's attainment is
+    against the card it ran on, and a job goes to that card's queue."""
+    import torch
+
+    if torch.cuda.is_available():
+        name = torch.cuda.get_device_name(0)
+        for profile in ("H200", "H100", "H20", "MI300X"):
+            if profile in name:
+                return profile
+    return default
