@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models.fields.json import KeyTransform
-
 from evaluation.catalog.models import HardwareProfile, Operator, Release
 from evaluation.harness.roofline import attainment, roofline_point
 from leaderboard.models import OperatorSummary, SubmissionScore, WeightSet
@@ -18,7 +16,9 @@ from leaderboard.selectors import (
     NUMBER_COLUMNS,
     ON_BOARDS,
     RELEASE_FACTS_S,
+    board_json_fields,
     board_row,
+    decode_board_json,
     mark_no_interval,
     release_facts_key,
 )
@@ -39,10 +39,9 @@ def baseline_rows(*, release: Release, hardware: HardwareProfile, weight_set: We
                       submission__release=release, interpreter_jobs=0, **ON_BOARDS)
               .exclude(submission__baseline="")
               .order_by("submission__baseline", "-submission__created_at")
-              .values(*BOARD_FIELDS, "submission__baseline",
-                      interval=KeyTransform(board, "intervals")))
+              .values(*BOARD_FIELDS, "submission__baseline", **board_json_fields(board)))
     seen = set()
-    for score in newest:
+    for score in map(decode_board_json, newest):
         kind = score["submission__baseline"]
         key = (kind, score["submission__agent"] if kind == Submission.Baseline.LIBRARY else "")
         if key in seen:

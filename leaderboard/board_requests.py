@@ -25,6 +25,7 @@ from leaderboard.selectors import (
     dsl_rates,
     operator_board,
     rank_changes,
+    recorded_on_boards,
     recorded_sources,
     weight_set_for,
 )
@@ -79,8 +80,10 @@ def board_data(query: Any, pk: int, hardware: str, board: str = "aggregate") -> 
         baselines = baseline_rows(release=release, hardware=profile, weight_set=weight_set,
                                   board=board)
         shown = [int(r["submission"]) for r in [*rows, *baselines] if r.get("submission")]
-        return (rows, baselines, dsl_rates(release=release, hardware=profile),
-                recorded_sources(shown))
+        # the rows' sources are among the board's kept ones: none kept, none to read
+        recorded = (recorded_sources(shown)
+                    if recorded_on_boards(release=release, hardware=profile) else [])
+        return (rows, baselines, dsl_rates(release=release, hardware=profile), recorded)
 
     key = (f"{release.pk}:{profile.pk}:{weight_set.pk}:{board}:{int(all_submissions)}:{sort}:"
            f"{dsl or ''}:{tier or ''}")

@@ -83,6 +83,9 @@ class SubmissionScore(models.Model):
         default=dict, help_text="per flagged operator, each hidden shape that flagged it: "
                                 "{hidden_shape (its number), public_shape (its sibling), hidden, "
                                 "public (attainment with the launch floor), why, factor}")
+    generalisation_note = models.TextField(
+        blank=True, default="", help_text="the flag's why as a board's badge says it: the "
+        "first hidden shapes of generalisation_reasons (leaderboard/scoring.py)")
     excluded = models.BooleanField(default=False, help_text="taken off the ranks by an admin "
                                    "(Submission.ranking_excluded)")
     library_shapes = models.PositiveIntegerField(default=0, help_text="correct shapes run by an "

@@ -134,6 +134,9 @@ class WeightedScore:
     excluded: bool = False  # an admin took the submission off the boards' ranks
     library_shapes: int = 0  # correct shapes run by an installed library's kernels
     tier: str | None = None  # the narrowest tier holding every shape that earned (tiers.py)
+    # the flag's why as a board's badge says it (`generalisation_note`): kept with the score,
+    # so a board reads one short text per row, not every reason to build it on each request
+    generalisation_note: str = ""
 
 
 DEFAULT_GENERALISATION_FACTOR = 2.0  # the release's own: Release.generalisation_factor
@@ -464,6 +467,10 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
         subsets[name] = weighted_score(scores, subset_weights)
         intervals[name] = _interval(subsets[name], _weighted_error(
             scores, summary.errors.get(name), subset_weights))
+    not_generalising = (sorted(reasons) if summary.hidden_siblings is not None
+                        else operators_not_generalising(summary.floor_by_operator,
+                                                        summary.hidden_floor_by_operator,
+                                                        generalisation_factor))
     return WeightedScore(
         ranked=summary.ranked,
         aggregate=aggregate,
@@ -477,15 +484,14 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
         lost_jobs=summary.lost_jobs, interpreter_jobs=summary.interpreter_jobs,
         intervals=intervals,
         hidden_by_operator=dict(summary.hidden_by_operator),
-        not_generalising=sorted(reasons) if summary.hidden_siblings is not None
-        else operators_not_generalising(summary.floor_by_operator,
-                                        summary.hidden_floor_by_operator, generalisation_factor),
+        not_generalising=not_generalising,
         generalisation={op: {"public": summary.floor_by_operator.get(op), "hidden": value}
                         for op, value in summary.hidden_floor_by_operator.items()},
         generalisation_reasons=reasons,
         excluded=excluded,
         library_shapes=summary.library,
         tier=submission_tier(native=summary.native, mixed=summary.mixed, library=summary.library),
+        generalisation_note=generalisation_note(reasons, not_generalising),
     )
 
 
@@ -557,6 +563,22 @@ def generalisation_reason_text(reason: Mapping[str, Any]) -> str:
         return (f"{reason.get('hidden_shape')}: {reason.get('hidden'):.3f}, below 1/"
                 f"{reason.get('factor'):g} of {sibling}")
     return f"{reason.get('hidden_shape')} {reason.get('why')} (0); {sibling}"
+
+
+BOARD_REASONS = 3  # hidden shapes a board's badge names; the submission's page names every one
+
+
+def generalisation_note(reasons: Mapping[str, Sequence[Mapping[str, Any]]] | None,
+                        operators: Sequence[str]) -> str:
+    """" (why)" after a board's "does not generalise" badge: the first BOARD_REASONS hidden
+    shapes that flagged it, each against its public sibling with both figures
+    (`generalisation_reason_text`), and how many more the submission's page lists; "" where
+    nothing is flagged, or for a score stored before the reasons were (2026-12-04)."""
+    flagged = [(op, r) for op in operators for r in (reasons or {}).get(op, ())]
+    texts = [f"{op}: {generalisation_reason_text(r)}" for op, r in flagged[:BOARD_REASONS]]
+    if len(flagged) > BOARD_REASONS:
+        texts.append(f"{len(flagged) - BOARD_REASONS} more on the submission's page")
+    return f" ({'; '.join(texts)})" if texts else ""
 
 
 def _state(outcome: ShapeOutcome, policy: ScoringPolicy) -> str:

@@ -11,10 +11,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import orjson
+from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, F, Min, OuterRef, QuerySet, Subquery, Value
+from django.db.models import Count, F, Min, OuterRef, QuerySet, Subquery, TextField, Value
 from django.db.models.fields.json import KeyTransform
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Cast, Coalesce
 
 from evaluation.catalog.models import HardwareProfile, Operator, Release
 from evaluation.catalog.selectors import hidden_shape_counts
@@ -77,9 +79,11 @@ BOARD_FIELDS = ("submission_id", "submission__team_id", "submission__team__name"
                 "submission__created_at", "submission__output_tokens", "submission__agent",
                 "submission__model_name", "ranked", "complete", "unevaluated_shapes", "lost_jobs",
                 "interpreter_jobs", "mixed_shapes", "fallback_shapes", "submission__environment",
-                "not_generalising", "generalisation_reasons", "excluded",
-                "submission__ranking_excluded_reason",
+                "generalisation_note", "excluded", "submission__ranking_excluded_reason",
                 "library_shapes", "tier", *NUMBER_COLUMNS)
+# The JSON columns a board row reads, fetched as text and decoded by orjson
+# (`decode_board_json`): Django's JSONField decodes with the standard library's json.
+BOARD_JSON_FIELDS = ("not_generalising",)
 # What a board ranks: whole evaluations, none quarantined, measured on the hardware (a run in
 # Triton's CPU interpreter is a check of correctness and adoption, with no time to rank).
 RANKABLE = {"ranked": True, "complete": True, "interpreter_jobs": 0, "excluded": False}
@@ -129,7 +133,7 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
                       submission__baseline="", **ON_BOARDS)
               # plain rows (a board can hold 100,000 submissions), each with the board's
               # own interval only (the stored intervals hold every operator's too)
-              .values(*BOARD_FIELDS, interval=KeyTransform(board, "intervals")))
+              .values(*BOARD_FIELDS, **board_json_fields(board)))
     freeze = board_freeze(release, hardware)
     if freeze is not None:
         scores = scores.filter(submission__created_at__lte=freeze.frozen_at)
@@ -149,7 +153,7 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
                 "correctness_rate", "created_at")
             scores = scores.filter(pk__in=best_rows)
     best: dict[int, dict[str, Any]] = {}
-    for score in scores:
+    for score in map(decode_board_json, scores):
         team = score["submission__team_id"]
         key = best_first(score[board], score["correctness_rate"], score["submission__created_at"])
         if all_submissions or team not in best or key < best_first(
@@ -170,6 +174,27 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     for row in rows:
         row["dsl"] = labels.get(row["submission"], "")
     return rows
+
+
+def board_json_fields(board: str) -> dict[str, Cast]:
+    """`.values()` keywords for a board row's JSON columns as text, under aliases of their
+    own (`decode_board_json` decodes them into the fields' names), with the board's own
+    interval only (the stored intervals hold every operator's too)."""
+    fields = {JSON_ALIAS + name: Cast(name, TextField()) for name in BOARD_JSON_FIELDS}
+    fields["interval"] = Cast(KeyTransform(board, "intervals"), TextField())
+    return fields
+
+
+JSON_ALIAS = "json_text_"  # a row's JSON column as text (no annotation may take a field's name)
+
+
+def decode_board_json(score: dict[str, Any]) -> dict[str, Any]:
+    for name in BOARD_JSON_FIELDS:
+        text = score.pop(JSON_ALIAS + name)
+        score[name] = orjson.loads(text) if text is not None else None
+    if score["interval"] is not None:
+        score["interval"] = orjson.loads(score["interval"])
+    return score
 
 
 def best_per_team(rows: QuerySet[Any, Any], score: str, correctness: str,
@@ -200,16 +225,20 @@ def assign_ranks(rows: list[dict[str, Any]]) -> None:
     and every row below it counts it as better."""
     known: list[tuple[float, float]] = []  # (score, se) of the rows above with an interval
     previous, widest = 0, 0.0
+    hypot = math.hypot
     for position, row in enumerate(rows):
         measured = _score_and_error(row)
         not_better = 0
         if measured is not None:
             score, error = measured
             # rows above score at least as high; only those within reach of the test,
-            # below score + z * (widest se + this se), can fail to be clearly better
+            # below score + z * (widest se + this se), can fail to be clearly better.
+            # `clearly_better(higher, measured)` written out: a board of 1,000 rows makes
+            # some 50,000 of these tests on every uncached request.
             reach = score + INTERVAL_Z * (widest + error)
-            for higher in known[:bisect.bisect_right(known, (reach, math.inf))]:
-                not_better += not clearly_better(higher, measured)
+            for higher, higher_error in known[:bisect.bisect_right(known, (reach, math.inf))]:
+                if higher - score <= INTERVAL_Z * hypot(higher_error, min(error, higher_error)):
+                    not_better += 1
             bisect.insort(known, measured)
             widest = max(widest, error)
         rank = max(previous, 1 + position - not_better)
@@ -261,8 +290,28 @@ def _score_and_error(row: dict[str, Any]) -> tuple[float, float] | None:
     return float(score), max(0.0, (float(interval[1]) - float(score)) / INTERVAL_Z)
 
 
+DSL_LABEL_S = 7 * 86400  # a submission's files and their declared DSLs never change
+
+
 def dsl_labels(submission_ids: Sequence[int]) -> dict[int, str]:
-    """Each submission's DSL as a board shows it: one name, or each file's where they mix."""
+    """Each submission's DSL as a board shows it: one name, or each file's where they mix.
+
+    Kept in the cache per submission, outside the boards' generations: a finished job
+    drops a board, never changes a label (the files and their DSLs are fixed at upload), and
+    reading 1,000 submissions' files again took a tenth of an uncached board."""
+    keys = {submission: f"dsl-label:v1:{submission}" for submission in submission_ids}
+    found = cache.get_many(list(keys.values()))
+    labels = {submission: found[key] for submission, key in keys.items() if key in found}
+    missing = [submission for submission in keys if submission not in labels]
+    if missing:
+        read = _dsl_labels_read(missing)
+        labels.update(read)
+        cache.set_many({keys[submission]: label for submission, label in read.items()},
+                       DSL_LABEL_S)
+    return labels
+
+
+def _dsl_labels_read(submission_ids: Sequence[int]) -> dict[int, str]:
     # one row per submission from the database; each file's only where its files mix DSLs
     labels, mixed = {}, []
     for submission, dsls, dsl in (Candidate.objects.filter(submission_id__in=submission_ids)
@@ -341,8 +390,7 @@ def _badges(score: dict[str, Any]) -> list[str]:
         badges.append("interpreter check: not ranked")
     if score.get("not_generalising"):
         badges.append(f"does not generalise: {', '.join(score['not_generalising'])}"
-                      + generalisation_why(score.get("generalisation_reasons"),
-                                           score["not_generalising"]))
+                      + score["generalisation_note"])
     if score.get("excluded"):
         reason = score.get("submission__ranking_excluded_reason")
         badges.append(f"excluded by an admin{f': {reason}' if reason else ''}: not ranked")
@@ -353,15 +401,6 @@ def _badges(score: dict[str, Any]) -> list[str]:
     if score.get("library_shapes"):
         badges.append("library")
     return badges
-
-
-def generalisation_why(reasons: dict[str, Any] | None, operators: Sequence[str]) -> str:
-    """" (why)" after the flag: each hidden shape that flagged it, against its public
-    sibling, with both figures (leaderboard/scoring.generalisation_reason_text); "" for a
-    score stored before the reasons were (2026-12-04)."""
-    texts = [f"{op}: {generalisation_reason_text(r)}" for op in operators
-             for r in (reasons or {}).get(op, ())]
-    return f" ({'; '.join(texts)})" if texts else ""
 
 
 def board_has_shapes(release: Release, hardware: HardwareProfile, board: str) -> bool:

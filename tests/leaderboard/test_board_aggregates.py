@@ -37,6 +37,7 @@ from leaderboard.selectors import (
     RANKABLE,
     assign_ranks,
     best_first,
+    dsl_labels,
     dsl_rates,
     mark_no_interval,
     operator_board,
@@ -400,3 +401,21 @@ def test_after_the_upgrade_dropped_the_summaries_a_plain_rescore_restores_every_
     assert dsl_rates(release=release, hardware=h200) == rates
     assert operator_board(release=release, hardware=h200, weight_set=weight_set,
                           operator="rms_norm")["rows"] == board["rows"]
+
+
+def test_a_submissions_dsl_label_is_read_from_its_files_once(board_world: World) -> None:
+    """A label is kept per submission, outside the boards' generations: its files and their
+    DSLs are fixed at upload, so a finished job's dropped board reads none of them again."""
+    mixed = scored_submission(board_world.release, board_world.blue,
+                              {"rms_norm": 0.5, "gemm_fp16": 0.5}, dsl={"gemm_fp16": "cute"})
+    one = scored_submission(board_world.release, board_world.red, {"rms_norm": 0.5}, dsl="gluon")
+    labels = dsl_labels([mixed.pk, one.pk])
+    assert labels == {mixed.pk: "gemm_fp16: cute, rms_norm: triton", one.pk: "gluon"}
+    with CaptureQueriesContext(connection) as queries:
+        assert dsl_labels([mixed.pk, one.pk]) == labels
+    assert len(queries) == 0
+    derived_cache.changed(derived_cache.board(board_world.release.pk,
+                                              HardwareProfile.objects.get(name="H200").pk))
+    with CaptureQueriesContext(connection) as queries:
+        assert dsl_labels([one.pk]) == {one.pk: "gluon"}
+    assert len(queries) == 0

@@ -26,6 +26,7 @@ from leaderboard.scoring import (
     ShapeOutcome,
     SubmissionSummary,
     combine,
+    generalisation_note,
     generalisation_reason_text,
     summarise,
 )
@@ -237,3 +238,21 @@ def test_a_submission_falling_back_on_one_of_two_hidden_shapes_says_why_everywhe
     call_command("rescore", release.name, "--rebuild-summaries", stdout=io.StringIO())
     assert SubmissionScore.objects.get(weight_set=weights, submission__team__name="Special"
                                        ).generalisation_reasons == {"rms_norm": [reason]}
+
+
+def test_a_boards_badge_names_three_hidden_shapes_and_counts_the_rest() -> None:
+    """The why a board shows is kept with the score (SubmissionScore.generalisation_note): the
+    first three hidden shapes, then how many more the submission's page lists."""
+    def reason(number: int) -> dict[str, Any]:
+        return {"hidden_shape": f"hidden shape {number} of 5", "public_shape": f"p{number}",
+                "hidden": 0.0, "public": 0.5, "why": "failed", "factor": 2.0}
+
+    reasons = {"gemm": [reason(1), reason(2)], "rms_norm": [reason(3), reason(4), reason(5)]}
+    note = generalisation_note(reasons, ["gemm", "rms_norm"])
+    assert note == (f" (gemm: {generalisation_reason_text(reason(1))}; "
+                    f"gemm: {generalisation_reason_text(reason(2))}; "
+                    f"rms_norm: {generalisation_reason_text(reason(3))}; "
+                    "2 more on the submission's page)")
+    assert generalisation_note({"gemm": [reason(1)]}, ["gemm"]) == \
+        f" (gemm: {generalisation_reason_text(reason(1))})"
+    assert generalisation_note({}, []) == "" and generalisation_note(None, ["gemm"]) == ""
