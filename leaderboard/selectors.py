@@ -231,13 +231,17 @@ def assign_ranks(rows: list[dict[str, Any]]) -> None:
         not_better = 0
         if measured is not None:
             score, error = measured
-            # rows above score at least as high; only those within reach of the test,
-            # below score + z * (widest se + this se), can fail to be clearly better.
-            # `clearly_better(higher, measured)` written out: a board of 1,000 rows makes
-            # some 50,000 of these tests on every uncached request.
-            reach = score + INTERVAL_Z * (widest + error)
+            # rows above score at least as high; only those within reach of the test can
+            # fail to be clearly better: below score + z * hypot(widest se, min(this se,
+            # widest se)), the test's bound for any row above (both its terms grow with the
+            # higher row's se). `not clearly_better(higher, measured)` is written out, on
+            # squares: a board of 1,000 rows makes some 50,000 of these tests per uncached
+            # request.
+            reach = score + INTERVAL_Z * hypot(widest, min(error, widest))
             for higher, higher_error in known[:bisect.bisect_right(known, (reach, math.inf))]:
-                if higher - score <= INTERVAL_Z * hypot(higher_error, min(error, higher_error)):
+                gap, lower_error = higher - score, min(error, higher_error)
+                if gap <= 0 or gap * gap <= Z_SQUARED * (higher_error * higher_error
+                                                         + lower_error * lower_error):
                     not_better += 1
             bisect.insort(known, measured)
             widest = max(widest, error)
@@ -250,6 +254,7 @@ def assign_ranks(rows: list[dict[str, Any]]) -> None:
                     row["badges"].append("tie")
 
 
+Z_SQUARED = INTERVAL_Z * INTERVAL_Z
 NO_INTERVAL = "no interval"
 
 

@@ -220,3 +220,27 @@ def test_a_score_recorded_without_samples_says_no_interval_and_ranks_by_position
                                                            ("Recorded", ["no interval"])]
     csv_text = Client().get(f"/api/boards/{release.pk}/H200/?format=csv").content.decode()
     assert csv_text.splitlines()[2].split(",")[COLUMNS.index("badges")] == "no interval"
+
+
+def test_the_ranks_are_the_pairwise_tests_whatever_the_mix_of_errors() -> None:
+    """assign_ranks tests only the rows above within reach; on a board whose errors span
+    three orders of magnitude (and rows without one), the ranks are still those of every
+    pair tested (`clearly_better`)."""
+    import random
+
+    from leaderboard.selectors import clearly_better
+
+    rng = random.Random(42)
+    pairs = sorted(((rng.uniform(0.0, 1.0), None if rng.random() < 0.05
+                     else rng.choice((0.0, 1e-4, 1e-3, 1e-2, 0.05)) * rng.random())
+                    for _ in range(300)), key=lambda p: -p[0])
+    ranks = [r for r, _ in _ranks(_rows(*pairs))]
+    expected: list[int] = []
+    for position, (score, error) in enumerate(pairs):
+        not_better = 0 if error is None else sum(
+            higher_error is not None and not clearly_better(
+                (higher, higher_error), (score, max(0.0, error)))
+            for higher, higher_error in pairs[:position])
+        expected.append(max([1 + position - not_better, *expected[-1:]]))
+    assert ranks == expected
+    assert len(set(ranks)) < len(ranks)  # some rows tie: the test has something to check
