@@ -10,6 +10,7 @@ import io
 import statistics
 import threading
 from typing import Any
+from unittest import mock
 
 import pytest
 from django.apps import apps as django_apps
@@ -241,6 +242,20 @@ def test_an_operator_board_reads_its_operators_rows_only(board_world: World) -> 
     assert not any("submissions_shaperesult" in q["sql"] for q in captured.captured_queries)
     assert OperatorSummary.objects.filter(operator__name="rms_norm").count() == \
         Candidate.objects.filter(operator__name="rms_norm").count()
+
+
+def test_an_operator_boards_page_shows_a_page_of_rows_and_a_pager(board_world: World) -> None:
+    """Rows Red, Blue, Green: two a page, as the boards page 50; the exports keep all."""
+    release = board_world.release
+    url = f"/boards/{release.pk}/H200/operators/rms_norm/"
+    with mock.patch("leaderboard.views.PAGE_SIZE", 2):
+        first = Client().get(url).content.decode()
+        second = Client().get(f"{url}?page=2").content.decode()
+    assert "<td>Red</td>" in first and "<td>Blue</td>" in first and "<td>Green</td>" not in first
+    assert "Rows 1–2 of 3" in first and "page=2" in first
+    assert "<td>Green</td>" in second and "<td>Red</td>" not in second and "Rows 3–3 of 3" in second
+    exported = Client().get(f"/api/boards/{release.pk}/H200/operators/rms_norm/").json()
+    assert [r["team"] for r in exported["rows"]] == ["Red", "Blue", "Green"]
 
 
 def board_cached(url: str) -> bool:
