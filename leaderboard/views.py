@@ -13,6 +13,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import floatformat
 from django.template.loader import render_to_string
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST
 
 from evaluation.catalog.capability import portal_capability
@@ -80,6 +82,22 @@ class Cell(NamedTuple):
     label: str = ""  # its column's header: the phone layout shows it beside the value
     note: str = ""  # a second, smaller line: the board's own score's interval
 
+    def html(self) -> str:
+        """The cell's <td>, escaped: written here, not by the template's loops, which took
+        a third of an uncached board page for 50 rows of 17 cells."""
+        return format_html(
+            '<td data-label="{}"{}{}>{}{}{}</td>', self.label,
+            mark_safe(' class="num"') if self.num else "",
+            format_html(' title="{}"', self.title) if self.title else "",
+            format_html_join("", '<span class="badge {}">{}</span> ', self.badges),
+            self.text,
+            format_html('<small class="interval">{}</small>', self.note) if self.note else "")
+
+
+def row_html(cells: list[Cell]) -> str:
+    """A board row's cells, as the table places them inside its <tr>."""
+    return mark_safe("".join(cell.html() for cell in cells))  # noqa: S308 (each cell escaped)
+
 
 def _cells(row: dict[str, Any], baseline: bool = False,
            empty_columns: frozenset[str] = frozenset(),
@@ -145,12 +163,12 @@ def board_page(request: HtmxRequest, pk: int, hardware: str,
         covered = shape_coverage(release, [int(r["submission"]) for r in shown
                                            if r.get("submission")])
         return render_to_string("leaderboard/board.html#table", {
-            "page": page, "table": [_cells(row, empty_columns=empty,
-                                           coverage=covered.get(row["submission"]))
+            "page": page, "table": [row_html(_cells(row, empty_columns=empty,
+                                                    coverage=covered.get(row["submission"])))
                                     for row in page.object_list],
             "environments": sorted({str(r["environment"]) for r in shown if r.get("environment")}),
-            "baseline_table": [_cells(row, baseline=True, empty_columns=empty,
-                                      coverage=covered.get(row["submission"]))
+            "baseline_table": [row_html(_cells(row, baseline=True, empty_columns=empty,
+                                               coverage=covered.get(row["submission"])))
                                for row in data["baselines"]],
             "columns": [(c, COLUMN_LABELS[c]) for c in COLUMNS],
             "number_columns": NUMBER_COLUMNS, "sort": sort,
