@@ -260,7 +260,8 @@ def assign_ranks(rows: list[dict[str, Any]]) -> None:
             # request.
             reach = score + INTERVAL_Z * hypot(widest, min(error, widest))
             for higher, higher_error in known[:bisect.bisect_right(known, (reach, math.inf))]:
-                gap, lower_error = higher - score, min(error, higher_error)
+                gap = higher - score
+                lower_error = error if error < higher_error else higher_error  # min(), inline
                 if gap <= 0 or gap * gap <= Z_SQUARED * (higher_error * higher_error
                                                          + lower_error * lower_error):
                     not_better += 1
