@@ -282,6 +282,21 @@ def test_a_finished_job_drops_only_the_boards_it_is_on(world: World) -> None:
     del late
 
 
+def test_a_boards_csv_is_written_once_and_rewritten_after_a_job(world: World) -> None:
+    release = world.release
+    weight_set_from_release(release)
+    scored_kernels(world.red, release, {"rms_norm": (SOURCE, 0.5)})
+    url = f"/api/boards/{release.pk}/H200/?format=csv"
+    first = Client().get(url).content.decode()
+    assert "Red" in first and "Blue" not in first
+    with mock.patch("leaderboard.exports.rows_as_csv") as write:
+        assert Client().get(url).content.decode() == first  # kept: not written again
+    write.assert_not_called()
+    scored_kernels(world.blue, release, {"rms_norm": (SOURCE, 0.9)})  # a job ends: dropped
+    rows = Client().get(url).content.decode().splitlines()
+    assert [line.split(",")[1] for line in rows[1:3]] == ["Blue", "Red"]
+
+
 def test_one_recomputation_at_a_time_under_concurrent_misses(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Eight readers miss one entry at once: one computes it, the others wait for it."""
