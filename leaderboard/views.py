@@ -4,6 +4,7 @@ admin board tools."""
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any, NamedTuple
 
 from django.conf import settings
@@ -13,7 +14,6 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import floatformat
 from django.template.loader import render_to_string
-from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -83,15 +83,17 @@ class Cell(NamedTuple):
     note: str = ""  # a second, smaller line: the board's own score's interval
 
     def html(self) -> str:
-        """The cell's <td>, escaped: written here, not by the template's loops, which took
-        a third of an uncached board page for 50 rows of 17 cells."""
-        return format_html(
-            '<td data-label="{}"{}{}>{}{}{}</td>', self.label,
-            mark_safe(' class="num"') if self.num else "",
-            format_html(' title="{}"', self.title) if self.title else "",
-            format_html_join("", '<span class="badge {}">{}</span> ', self.badges),
-            self.text,
-            format_html('<small class="interval">{}</small>', self.note) if self.note else "")
+        """The cell's <td>, every value escaped: written here (the standard library's
+        escape, no format_html, whose machinery cost as much as the template's loops did)
+        instead of by the template's loops over 50 rows of 17 cells, a third of an
+        uncached board page."""
+        badges = "".join(f'<span class="badge {escape(css)}">{escape(label)}</span> '
+                         for css, label in self.badges)
+        note = f'<small class="interval">{escape(self.note)}</small>' if self.note else ""
+        title = f' title="{escape(self.title)}"' if self.title else ""
+        num = ' class="num"' if self.num else ""
+        return (f'<td data-label="{escape(self.label)}"{num}{title}>'
+                f"{badges}{escape(self.text)}{note}</td>")
 
 
 def row_html(cells: list[Cell]) -> str:

@@ -449,3 +449,19 @@ def test_a_submissions_dsl_label_is_read_from_its_files_once(board_world: World)
     with CaptureQueriesContext(connection) as queries:
         assert dsl_labels([one.pk]) == {one.pk: "gluon"}
     assert len(queries) == 0
+
+
+def test_a_board_page_escapes_what_teams_name_themselves(world: World) -> None:
+    """A row's cells are written as HTML in Python (leaderboard/views.py, Cell.html): a team
+    name, its agent's name and an admin's exclusion reason are text, never markup."""
+    release = world.release
+    weight_set_from_release(release)
+    Team.objects.filter(pk=world.red.pk).update(name='<img src=x onerror="alert(1)">')
+    submission = scored_kernels(world.red, release, {"rms_norm": (SOURCE, 0.5)})
+    Submission.objects.filter(pk=submission.pk).update(agent="<script>x</script>")
+    rescore_submission(Submission.objects.get(pk=submission.pk))
+    page = Client().get(f"/boards/{release.pk}/H200/").content.decode()
+    assert "onerror" in page  # the row is there
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
+    assert "&lt;script&gt;x&lt;/script&gt;" in page
+    assert "<img src=x" not in page and "<script>x" not in page
