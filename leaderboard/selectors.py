@@ -7,7 +7,7 @@ import hashlib
 import itertools
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -180,7 +180,7 @@ def board_rows(*, release: Release, hardware: HardwareProfile, weight_set: Weigh
     assign_ranks([row for row, score in zip(rows, ordered, strict=True) if _rankable(score)])
     if sort in NUMBER_COLUMNS and sort != board:
         rows.sort(key=lambda r: -(r[sort] if r[sort] is not None else -1.0))
-    labels = dsl_labels([r["submission"] for r in rows])
+    labels = dsl_labels({s["submission_id"]: s["submission__created_at"] for s in ordered})
     for row in rows:
         row["dsl"] = labels.get(row["submission"], "")
     return rows
@@ -320,13 +320,17 @@ def _score_and_error(row: dict[str, Any]) -> tuple[float, float] | None:
 DSL_LABEL_S = 7 * 86400  # a submission's files and their declared DSLs never change
 
 
-def dsl_labels(submission_ids: Sequence[int]) -> dict[int, str]:
-    """Each submission's DSL as a board shows it: one name, or each file's where they mix.
+def dsl_labels(submissions: Mapping[int, datetime]) -> dict[int, str]:
+    """Each submission's DSL as a board shows it: one name, or each file's where they mix;
+    `submissions`: each one's id and when it was made.
 
     Kept in the cache per submission, outside the boards' generations: a finished job
     drops a board, never changes a label (the files and their DSLs are fixed at upload), and
-    reading 1,000 submissions' files again took a tenth of an uncached board."""
-    keys = {submission: f"dsl-label:v1:{submission}" for submission in submission_ids}
+    reading 1,000 submissions' files again took a tenth of an uncached board. The key holds
+    the submission's time as well as its id: a database restored or flushed under a kept
+    cache gives ids out again, never with the same time."""
+    keys = {submission: f"dsl-label:v1:{submission}:{created.timestamp()}"
+            for submission, created in submissions.items()}
     found = cache.get_many(list(keys.values()))
     labels = {submission: found[key] for submission, key in keys.items() if key in found}
     missing = [submission for submission in keys if submission not in labels]

@@ -9,6 +9,7 @@ import importlib
 import io
 import statistics
 import threading
+from datetime import timedelta
 from typing import Any
 from unittest import mock
 
@@ -439,16 +440,22 @@ def test_a_submissions_dsl_label_is_read_from_its_files_once(board_world: World)
     mixed = scored_submission(board_world.release, board_world.blue,
                               {"rms_norm": 0.5, "gemm_fp16": 0.5}, dsl={"gemm_fp16": "cute"})
     one = scored_submission(board_world.release, board_world.red, {"rms_norm": 0.5}, dsl="gluon")
-    labels = dsl_labels([mixed.pk, one.pk])
+    made = {mixed.pk: mixed.created_at, one.pk: one.created_at}
+    labels = dsl_labels(made)
     assert labels == {mixed.pk: "gemm_fp16: cute, rms_norm: triton", one.pk: "gluon"}
     with CaptureQueriesContext(connection) as queries:
-        assert dsl_labels([mixed.pk, one.pk]) == labels
+        assert dsl_labels(made) == labels
     assert len(queries) == 0
     derived_cache.changed(derived_cache.board(board_world.release.pk,
                                               HardwareProfile.objects.get(name="H200").pk))
     with CaptureQueriesContext(connection) as queries:
-        assert dsl_labels([one.pk]) == {one.pk: "gluon"}
+        assert dsl_labels({one.pk: one.created_at}) == {one.pk: "gluon"}
     assert len(queries) == 0
+    # the same id made again at another time (a database restored under the kept cache): its
+    # own files are read, not the label kept for the id
+    Candidate.objects.filter(submission=one).update(dsl="cute")
+    later = one.created_at + timedelta(seconds=1)
+    assert dsl_labels({one.pk: later}) == {one.pk: "cute"}
 
 
 def test_a_board_page_escapes_what_teams_name_themselves(world: World) -> None:
