@@ -119,3 +119,24 @@ def test_every_kernel_of_the_forward_is_listed_with_its_device_time_own_ones_too
 def test_the_interpreter_lists_no_kernels_it_has_no_device_times() -> None:
     report = adoption_report(evidence(own={"_k"}, launches=2, device=False), threshold=0.95)
     assert report.kernels == () and report.dsl_kernels == ("_k",)
+
+
+def test_a_kernel_name_longer_than_the_channels_cap_is_cut_not_refused() -> None:
+    """PyTorch's top-k is a CUB template whose demangled name runs past 2,000 characters:
+    refusing it failed every shape of the public topk_filter, its reference included (H200,
+    2026-12-06). The name is cut; its start still says whose kernel it is."""
+    from evaluation.harness.stages.shape import MAX_KERNEL_NAME_CHARS, _kernel_names
+
+    cub = "void at_cuda_detail::cub::DeviceRadixSortOnesweepKernel<" + "Policy800, " * 400 + ">"
+    names = _kernel_names([cub, "_rms_norm_kernel"], "performance")
+    assert len(cub) > MAX_KERNEL_NAME_CHARS
+    assert {len(n) for n in names} == {MAX_KERNEL_NAME_CHARS, len("_rms_norm_kernel")}
+    assert classify_kernel(cub[:MAX_KERNEL_NAME_CHARS], frozenset()) == TORCH
+
+
+@pytest.mark.parametrize("names", [None, "a", [1], ["a"] * 2001])
+def test_a_list_of_kernel_names_that_is_not_one_is_still_refused(names: object) -> None:
+    from evaluation.harness.stages.shape import CandidateError, _kernel_names
+
+    with pytest.raises(CandidateError, match="malformed list of kernel names"):
+        _kernel_names(names, "correctness")
