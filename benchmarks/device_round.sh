@@ -71,8 +71,12 @@ D)
   # shapes beside it, continued from the recorded ladder where that ran on this kind of card
   python3 -m pip install -q --no-deps --no-index .libwhl/*.whl 2>&1 | tail -2
   END=${D_END_S:-560}
+  # the recorded ladder's rows ran on an H200: on another card the libraries run again too
+  if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+    CONTINUE="--merge ${MERGE:-benchmarks/results/h200-library-ladder/ladder.json} --compile-only"
+  else CONTINUE="--max-shapes ${LADDER_SHAPES:-8}"; fi
   timeout $((END - SECONDS)) python3 benchmarks/library_ladder.py --release $R --json $OUT/ladder.json \
-    --merge ${MERGE:-benchmarks/results/h200-library-ladder/ladder.json} --compile-only --with-reference \
+    $CONTINUE --with-reference \
     --compile-shapes ${COMPILE_SHAPES:-2} --deadline-s $((END - 60 - SECONDS)) > $OUT/ladder.log 2>&1
   grep -v -i warn $OUT/ladder.log | tail -50
   ;;
