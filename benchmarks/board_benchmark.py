@@ -454,9 +454,10 @@ def replicate_summaries(raw: Any, patterns: int, total: int, per_team: int) -> N
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT submission_id, summary::text, tally::text, recorded::text "
-                       "FROM leaderboard_scoresummary WHERE submission_id <= %s", [patterns])
-        summaries = {pk: (s, t, r) for pk, s, t, r in cursor.fetchall()}
+        cursor.execute("SELECT submission_id, summary::text, tally::text, recorded::text, "
+                       "rescore_text FROM leaderboard_scoresummary WHERE submission_id <= %s",
+                       [patterns])
+        summaries = {pk: (s, t, r, text) for pk, s, t, r, text in cursor.fetchall()}
         cursor.execute("SELECT submission_id, operator_id, hardware_id, on_board, rankable, "
                        "score, correctness_rate, solved, hidden_score, interval::text, "
                        "not_generalising, covered, dev_covered, generalisation_reasons::text "
@@ -472,14 +473,15 @@ def replicate_summaries(raw: Any, patterns: int, total: int, per_team: int) -> N
     base = datetime(2026, 11, 1, tzinfo=UTC)
     now = datetime.now(UTC).isoformat()
 
-    def escape(text: str) -> str:
-        return text.replace("\\", "\\\\")
+    def escape(text: str) -> str:  # COPY's text format (a rescore text holds line breaks)
+        return text.replace("\\", "\\\\").replace("\n", "\\n")
 
     copy_text(raw, "leaderboard_scoresummary",
-              ("submission_id", "summary", "tally", "recorded", "computed_at"),
+              ("submission_id", "summary", "tally", "recorded", "rescore_text", "computed_at"),
               (f"{i}\t{escape(summaries[(i - 1) % patterns + 1][0])}\t"
                f"{escape(summaries[(i - 1) % patterns + 1][1])}\t"
-               f"{escape(summaries[(i - 1) % patterns + 1][2])}\t{now}"
+               f"{escape(summaries[(i - 1) % patterns + 1][2])}\t"
+               f"{escape(summaries[(i - 1) % patterns + 1][3])}\t{now}"
                for i in range(patterns + 1, total + 1)))
 
     def cell(value: Any) -> str:

@@ -442,7 +442,7 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
     normalised = _normalised(tuple(weights.items()), tuple(weights))
     normalised_items = tuple(normalised.items())
     operators = sorted(normalised)
-    reasons = generalisation_failures(summary.hidden_siblings or (), generalisation_factor)
+    flag = generalisation_columns(summary, generalisation_factor)
     by_operator = summary.by_operator
     total = summary.shapes
     aggregate = weighted_score(by_operator, normalised)
@@ -452,7 +452,7 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
         "by_operator": {op: _interval(by_operator[op], None if errors is None
                                       else errors.get(op)) if op in by_operator
                         else [0.0, 0.0] for op in operators}}  # no candidate: 0, certainly
-    subsets: dict[str, float | None] = {}
+    subsets: dict[str, Any] = {}  # name -> float | None
     for name in SUBSETS:
         scores = summary.by_subset.get(name, {})
         members = set(scores) if subset_operators is None else set(subset_operators.get(name, ()))
@@ -467,10 +467,6 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
         subsets[name] = weighted_score(scores, subset_weights)
         intervals[name] = _interval(subsets[name], _weighted_error(
             scores, summary.errors.get(name), subset_weights))
-    not_generalising = (sorted(reasons) if summary.hidden_siblings is not None
-                        else operators_not_generalising(summary.floor_by_operator,
-                                                        summary.hidden_floor_by_operator,
-                                                        generalisation_factor))
     return WeightedScore(
         ranked=summary.ranked,
         aggregate=aggregate,
@@ -483,16 +479,36 @@ def combine(summary: SubmissionSummary, weights: Mapping[str, float],
         complete=summary.complete, unevaluated_shapes=summary.unevaluated,
         lost_jobs=summary.lost_jobs, interpreter_jobs=summary.interpreter_jobs,
         intervals=intervals,
-        hidden_by_operator=dict(summary.hidden_by_operator),
-        not_generalising=not_generalising,
-        generalisation={op: {"public": summary.floor_by_operator.get(op), "hidden": value}
-                        for op, value in summary.hidden_floor_by_operator.items()},
-        generalisation_reasons=reasons,
         excluded=excluded,
         library_shapes=summary.library,
         tier=submission_tier(native=summary.native, mixed=summary.mixed, library=summary.library),
-        generalisation_note=generalisation_note(reasons, not_generalising),
+        **flag,
     )
+
+
+# The score columns `generalisation_columns` gives: they follow from the summary's hidden tier
+# and the release's factor, never from the weights.
+FLAG_COLUMNS = ("hidden_by_operator", "not_generalising", "generalisation",
+                "generalisation_reasons", "generalisation_note")
+
+
+def generalisation_columns(summary: SubmissionSummary, factor: float) -> dict[str, Any]:
+    """The hidden tier's columns of every score row of the submission (FLAG_COLUMNS).
+
+    Worked out once per summary and kept with it (`ScoreSummary.flag`): a bulk rescore
+    copies them instead of reading the summary's hidden siblings, a third of its bytes,
+    and comparing them again for every weight set (issue 42)."""
+    reasons = generalisation_failures(summary.hidden_siblings or (), factor)
+    not_generalising = (sorted(reasons) if summary.hidden_siblings is not None
+                        else operators_not_generalising(summary.floor_by_operator,
+                                                        summary.hidden_floor_by_operator,
+                                                        factor))
+    return {"hidden_by_operator": dict(summary.hidden_by_operator),
+            "not_generalising": not_generalising,
+            "generalisation": {op: {"public": summary.floor_by_operator.get(op), "hidden": value}
+                               for op, value in summary.hidden_floor_by_operator.items()},
+            "generalisation_reasons": reasons,
+            "generalisation_note": generalisation_note(reasons, not_generalising)}
 
 
 # A shape's state beside its figure in a sibling comparison

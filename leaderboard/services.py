@@ -7,8 +7,7 @@ from typing import Any
 
 import orjson
 from django.db import connection, models, transaction
-from django.db.models import F, Max, TextField
-from django.db.models.functions import Cast
+from django.db.models import F, Max
 from django.utils import timezone
 from psycopg.copy import QueuedLibpqWriter
 
@@ -25,12 +24,14 @@ from leaderboard.models import (
 )
 from leaderboard.outcomes import ScoringContext
 from leaderboard.scoring import (
+    FLAG_COLUMNS,
     SCORE_FIELDS,
     ScoringPolicy,
     ShapeOutcome,
     SubmissionSummary,
     WeightError,
     combine,
+    generalisation_columns,
     normalise_weights,
     solve_rate,
     summarise,
@@ -137,15 +138,13 @@ def rescore_weight_set(weight_set: WeightSet) -> int:
     if missing.exists():
         summaries_rebuild(release, missing, context)
     SubmissionScore.objects.filter(weight_set=weight_set).delete()
+    _rescore_texts_refresh(release)
     count, last = 0, 0
     while True:
-        # The summary as its JSON text, decoded by orjson: with a hidden tier a summary is
-        # ~10 KB, and json's decoder took a fifth of a 10k rescore (benchmarks/board_benchmark.py).
         batch = list(ScoreSummary.objects.filter(submission__release=release,
                                                  submission_id__gt=last)
                      .order_by("submission_id")
-                     .annotate(summary_text=Cast("summary", TextField()))
-                     .values_list("submission_id", "summary_text", "submission__hardware_id",
+                     .values_list("submission_id", "rescore_text", "submission__hardware_id",
                                   "submission__ranking_excluded", "submission__team_id",
                                   "submission__created_at")[:RESCORE_BATCH])
         if not batch:
@@ -153,14 +152,59 @@ def rescore_weight_set(weight_set: WeightSet) -> int:
         last = batch[-1][0]
         # A generator: each row is combined while PostgreSQL takes in the ones before it
         # (`_insert_scores`), the two cores busy at once.
-        rows = (_score_values(weight_set, pk, SubmissionSummary.from_json(orjson.loads(data)),
+        rows = (_score_values(weight_set, pk, *_rescore_inputs(text),
                               context.subset_operators(hardware[hardware_id]),
                               excluded=excluded, placed=(team_id, hardware_id, created_at))
-                for pk, data, hardware_id, excluded, team_id, created_at in batch)
+                for pk, text, hardware_id, excluded, team_id, created_at in batch)
         _insert_scores(rows)
         count += len(batch)
     derived_cache.changed(derived_cache.BOARDS)
     return count
+
+
+# What only the hidden tier's columns read of a summary (`generalisation_columns`): left out
+# of its rescore text's weighted inputs, a third of a summary's bytes with a 31-shape tier.
+_HIDDEN_TIER_KEYS = frozenset({"hidden_siblings", "hidden_by_operator", "floor_by_operator",
+                               "hidden_floor_by_operator"})
+
+
+def rescore_text(summary: SubmissionSummary, factor: float) -> str:
+    """ScoreSummary.rescore_text: the factor, the weighted inputs, then each FLAG_COLUMNS
+    value, a JSON text a line (orjson writes no raw line break: one inside a string is
+    escaped)."""
+    stored = summary.as_json()
+    weighted = {key: value for key, value in stored.items() if key not in _HIDDEN_TIER_KEYS}
+    flag = generalisation_columns(summary, factor)
+    return "\n".join([repr(float(factor)), orjson.dumps(weighted).decode(),
+                      *(orjson.dumps(flag[name], option=orjson.OPT_NON_STR_KEYS).decode()
+                        for name in FLAG_COLUMNS)])
+
+
+def _rescore_inputs(text: str) -> tuple[SubmissionSummary, dict[str, Any]]:
+    """A rescore text read back: the summary without its hidden tier, and the hidden-tier
+    columns as JSON text orjson writes as it is (orjson.Fragment), never decoded and
+    encoded again (the note, a string, is decoded)."""
+    _, weighted, *flag = text.split("\n")
+    columns = dict(zip(FLAG_COLUMNS, flag, strict=True))
+    note = orjson.loads(columns.pop("generalisation_note"))
+    return (SubmissionSummary.from_json(orjson.loads(weighted)),
+            {**{name: orjson.Fragment(value) for name, value in columns.items()},
+             "generalisation_note": note})
+
+
+def _rescore_texts_refresh(release: Release) -> None:
+    """Rescore texts missing (a summary written before they were kept) or under another
+    factor (an admin changed it since), written from their summaries, keyset batches."""
+    factor = release.generalisation_factor
+    stale = (ScoreSummary.objects.filter(submission__release=release)
+             .exclude(rescore_text__startswith=f"{float(factor)!r}\n")
+             .order_by("submission_id").only("submission_id", "summary"))
+    last = 0
+    while batch := list(stale.filter(submission_id__gt=last)[:RESCORE_BATCH]):
+        last = batch[-1].submission_id
+        for row in batch:
+            row.rescore_text = rescore_text(SubmissionSummary.from_json(row.summary), factor)
+        ScoreSummary.objects.bulk_update(batch, ["rescore_text"])
 
 
 def _insert_scores(rows: Iterable[dict[str, Any]]) -> None:
@@ -172,8 +216,11 @@ def _insert_scores(rows: Iterable[dict[str, Any]]) -> None:
     already sent while the next ones are computed. Sent all at the end, the server's half
     waited for Python's, and the other way round (issue 42)."""
     if connection.vendor != "postgresql":
-        SubmissionScore.objects.bulk_create([SubmissionScore(**row) for row in rows],
-                                            batch_size=2000)
+        SubmissionScore.objects.bulk_create(
+            [SubmissionScore(**{name: orjson.loads(orjson.dumps(value))
+                                if isinstance(value, orjson.Fragment) else value
+                                for name, value in row.items()}) for row in rows],
+            batch_size=2000)
         return
     now = timezone.now()
     table = connection.ops.quote_name(SubmissionScore._meta.db_table)
@@ -269,11 +316,13 @@ def _rebuild_batch(release: Release, chosen: list[Submission],
                   .filter(submission_id__in=[s.pk for s in chosen])
                   .values_list("submission_id", "tally", "recorded")}
         after = {s.pk: _board_share(s, context) for s in chosen}
+        factor = release.generalisation_factor
         ScoreSummary.objects.bulk_create(
             [ScoreSummary(submission_id=s.pk, summary=summaries[s.pk].as_json(),
-                          tally=after[s.pk][0], recorded=after[s.pk][1]) for s in chosen],
+                          tally=after[s.pk][0], recorded=after[s.pk][1],
+                          rescore_text=rescore_text(summaries[s.pk], factor)) for s in chosen],
             update_conflicts=True, unique_fields=["submission"],
-            update_fields=["summary", "tally", "recorded"], batch_size=2000)
+            update_fields=["summary", "tally", "recorded", "rescore_text"], batch_size=2000)
         OperatorSummary.objects.filter(submission_id__in=[s.pk for s in chosen]).delete()
         OperatorSummary.objects.bulk_create(operator_rows, batch_size=5000)
         _board_totals_change(release, chosen, before, after)
@@ -443,14 +492,17 @@ def _score_row(weight_set: WeightSet, submission_id: int, summary: SubmissionSum
                subsets: Mapping[str, set[str]], *, excluded: bool = False,
                placed: tuple[int, int, Any] = (0, 0, None)) -> SubmissionScore:
     """The score row; `placed`: the submission's team, hardware and date, copied onto it."""
-    return SubmissionScore(**_score_values(weight_set, submission_id, summary, subsets,
+    return SubmissionScore(**_score_values(weight_set, submission_id, summary, None, subsets,
                                            excluded=excluded, placed=placed))
 
 
 def _score_values(weight_set: WeightSet, submission_id: int, summary: SubmissionSummary,
-                  subsets: Mapping[str, set[str]], *, excluded: bool = False,
+                  flag: Mapping[str, Any] | None, subsets: Mapping[str, set[str]], *,
+                  excluded: bool = False,
                   placed: tuple[int, int, Any] = (0, 0, None)) -> dict[str, Any]:
-    """The score row's values by attribute name (no model built: a rescore writes them all)."""
+    """The score row's values by attribute name (no model built: a rescore writes them all).
+    `flag`: the hidden tier's columns as kept with the summary (`_rescore_inputs`), over
+    what `combine` gave from a summary without them."""
     score = combine(summary, weight_set.weights, subsets, excluded=excluded,
                     generalisation_factor=weight_set.release.generalisation_factor)
     team_id, hardware_id, created_at = placed
@@ -461,7 +513,8 @@ def _score_values(weight_set: WeightSet, submission_id: int, summary: Submission
             "generalisation": {op: dict(pair) for op, pair in score.generalisation.items()},
             "submission_id": submission_id, "weight_set_id": weight_set.pk,
             "team_id": team_id or None, "hardware_id": hardware_id or None,
-            "created_at": created_at, "computed_at": None}
+            "created_at": created_at, "computed_at": None,
+            **(flag or {})}
 
 
 def board_freeze_set(*, release: Release, hardware: HardwareProfile, actor: Any) -> BoardFreeze:

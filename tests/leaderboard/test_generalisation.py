@@ -23,6 +23,7 @@ from evaluation.harness.roofline import roofline_point
 from evaluation.release_tools.make_fixture_roofline import write_release_rooflines
 from leaderboard.models import ScoreSummary, SubmissionScore
 from leaderboard.scoring import (
+    SCORE_FIELDS,
     ShapeOutcome,
     SubmissionSummary,
     combine,
@@ -231,13 +232,48 @@ def test_a_submission_falling_back_on_one_of_two_hidden_shapes_says_why_everywhe
     # the public: not flagged) until the summaries are rebuilt
     stored = ScoreSummary.objects.get(submission=special.candidate.submission)
     ScoreSummary.objects.filter(pk=stored.pk).update(summary={
-        k: v for k, v in stored.summary.items() if k != "hidden_siblings"})
+        k: v for k, v in stored.summary.items() if k != "hidden_siblings"}, rescore_text="")
     rescore_weight_set(weights)
     assert SubmissionScore.objects.get(weight_set=weights, submission__team__name="Special"
                                        ).not_generalising == []
     call_command("rescore", release.name, "--rebuild-summaries", stdout=io.StringIO())
     assert SubmissionScore.objects.get(weight_set=weights, submission__team__name="Special"
                                        ).generalisation_reasons == {"rms_norm": [reason]}
+
+
+@pytest.mark.django_db
+def test_a_bulk_rescore_writes_the_rows_a_finished_job_does_from_the_kept_rescore_text(
+        release: Release, settings: Any, django_capture_on_commit_callbacks: Any) -> None:
+    """The bulk rescore reads each summary's rescore text (the weighted inputs and the hidden
+    tier's columns, kept with the summary) instead of the whole summary: its rows must be
+    those `combine` gives from the whole summary, as after a job, and a changed factor must
+    not be served from the old text."""
+    settings.ATREX_SHAPE_FILTER = ""
+    _evaluated(release, "Honest", {}, django_capture_on_commit_callbacks)
+    special = _evaluated(release, "Special", {HIDDEN_PREFILL: "fallback-torch"},
+                         django_capture_on_commit_callbacks).candidate.submission
+    weights = release.weight_sets.get(active=True)
+
+    def rows() -> dict[int, dict[str, Any]]:
+        return {s.submission_id: {f: getattr(s, f) for f in SCORE_FIELDS}
+                for s in SubmissionScore.objects.filter(weight_set=weights)}
+
+    after_jobs = rows()  # rescore_submission: combine over the whole summary
+    assert after_jobs[special.pk]["not_generalising"] == ["rms_norm"]
+    assert after_jobs[special.pk]["generalisation"]["rms_norm"]["hidden"] is not None
+    rescore_weight_set(weights)
+    assert rows() == after_jobs
+    # an admin changes the factor: the kept text is written again, the reasons carry it
+    Release.objects.filter(pk=release.pk).update(generalisation_factor=3.0)
+    release.refresh_from_db()
+    weights.refresh_from_db()
+    rescore_weight_set(weights)
+    [reason] = rows()[special.pk]["generalisation_reasons"]["rms_norm"]
+    assert reason["factor"] == 3.0
+    assert ScoreSummary.objects.get(submission=special).rescore_text.startswith("3.0\n")
+    summary = SubmissionSummary.from_json(ScoreSummary.objects.get(submission=special).summary)
+    assert rows()[special.pk]["generalisation_reasons"] == \
+        combine(summary, weights.weights, generalisation_factor=3.0).generalisation_reasons
 
 
 def test_a_boards_badge_names_three_hidden_shapes_and_counts_the_rest() -> None:
