@@ -54,9 +54,12 @@ def ladder_store(*, release: Release, hardware: HardwareProfile, results: dict[s
         stored.append(f"{name} ({submission.candidates.count()} operators)")
     compiled = results.get("torch_compile") or {}
     if compiled and not _recorded(release, hardware, Submission.Baseline.TORCH_COMPILE).exists():
+        run = sum(1 for name in compiled if release.operators.filter(name=name).exists())
         submission = _store_rows(release, hardware, Submission.Baseline.TORCH_COMPILE, "portal",
                                  compiled, recorded, "the release's references under "
-                                 "torch.compile (default mode)")
+                                 f"torch.compile (default mode), on {run} of its "
+                                 f"{release.operators.count()} operators (the others were "
+                                 "not run and count 0)")
         stored.append(f"torch.compile reference ({submission.candidates.count()} operators)")
     best = best_open_build(release=release, hardware=hardware)
     if best is not None:
