@@ -385,6 +385,21 @@ def test_the_streamed_rebuild_gives_the_summaries_of_the_whole_release_read_at_o
         kept["totals"]
 
 
+def test_a_streamed_rebuild_under_debug_keeps_no_growing_query_log(
+        board_world: World, monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
+    """DEBUG (the embedded default) logs every query's SQL, and each batch's upsert of
+    summaries is megabytes of it: at 100,000 submissions the rebuild grew past 1 GB before the
+    log was cleared after each batch."""
+    from django.db import connection
+
+    settings.DEBUG = True
+    monkeypatch.setattr(services, "REBUILD_BATCH", 1)
+    connection.queries_log.clear()
+    summaries_rebuild(board_world.release)
+    assert Submission.objects.filter(release=board_world.release).count() > 2
+    assert len(connection.queries) < 5  # what the last look for another batch left
+
+
 def test_the_streamed_rescore_gives_the_scores_of_one_pass(
         board_world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     weight_set = board_world.release.weight_sets.get(active=True)
