@@ -495,7 +495,7 @@ FLAG_COLUMNS = ("hidden_by_operator", "not_generalising", "generalisation",
 def generalisation_columns(summary: SubmissionSummary, factor: float) -> dict[str, Any]:
     """The hidden tier's columns of every score row of the submission (FLAG_COLUMNS).
 
-    Worked out once per summary and kept with it (`ScoreSummary.flag`): a bulk rescore
+    Worked out once per summary and kept with it (`ScoreSummary.rescore_text`): a bulk rescore
     copies them instead of reading the summary's hidden siblings, a third of its bytes,
     and comparing them again for every weight set (issue 42)."""
     reasons = generalisation_failures(summary.hidden_siblings or (), factor)
